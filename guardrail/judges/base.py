@@ -1,0 +1,25 @@
+"""The Judge protocol: a claim and its retrieved passages in, a verdict out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from guardrail.schema import JudgeRequest, JudgeVerdict
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Decides whether passages support, contradict or do not address a claim.
+
+    ``judge`` returns one verdict per request, in order, and never raises for a
+    single bad answer: a failure is ``not_found`` with reason ``judge_error``.
+    A supported/contradicted verdict must carry a quote copied from the passages.
+    """
+
+    name: str
+    model: str
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        """Judge every request; batching across requests is the judge's business."""
+        ...

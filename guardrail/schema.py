@@ -1,0 +1,200 @@
+"""Pydantic models and the label/reason vocabulary shared by every stage.
+
+Nothing in this module imports from the rest of the package: every stage imports
+``schema``, never the other way round.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Label(str, Enum):
+    """The verdict for one citation, or for a claim as a whole."""
+
+    supported = "supported"
+    contradicted = "contradicted"
+    not_found = "not_found"
+    unreachable = "unreachable"
+
+    def __str__(self) -> str:  # so f-strings and rich tables print "supported", not "Label.supported"
+        return self.value
+
+
+JudgeLabel = Literal["supported", "contradicted", "not_found"]
+"""The three labels a judge may return; ``unreachable`` is decided by the verifier only."""
+
+
+class Reason(str, Enum):
+    """Reason codes for verdicts the verifier (not the judge) decided.
+
+    ``http_<code>`` (for example ``http_404``) is built by :func:`http_reason` and is
+    not listed here because the code varies.
+    """
+
+    fetch_timeout = "fetch_timeout"
+    fetch_error = "fetch_error"
+    redirected_to_homepage = "redirected_to_homepage"
+    too_many_redirects = "too_many_redirects"
+    soft_404 = "soft_404"
+    bot_challenge = "bot_challenge"
+    empty_page = "empty_page"
+    unsupported_content_type = "unsupported_content_type"
+    too_large = "too_large"
+    blocked_address = "blocked_address"
+    invalid_url = "invalid_url"
+    evidence_quote_not_in_source = "evidence_quote_not_in_source"
+    judge_error = "judge_error"
+    no_judge_configured = "no_judge_configured"
+    no_citations = "no_citations"
+    unresolved_citation = "unresolved_citation"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+REASON_DESCRIPTIONS: dict[str, str] = {
+    "http_<code>": "The origin answered with this 4xx/5xx status (e.g. http_404, http_410, http_503).",
+    Reason.fetch_timeout.value: "The page did not answer within the per-request timeout.",
+    Reason.fetch_error.value: "DNS failure, refused connection, TLS or protocol error.",
+    Reason.redirected_to_homepage.value: "A deep link was redirected to the site's home page.",
+    Reason.too_many_redirects.value: "More redirects than allowed (default 5).",
+    Reason.soft_404.value: "A short 'page not found' template served with status 200.",
+    Reason.bot_challenge.value: "A bot-check page (captcha, 'verify you are human') instead of content.",
+    Reason.empty_page.value: "No readable text (for example an empty JavaScript app shell).",
+    Reason.unsupported_content_type.value: "Not HTML, PDF, plain text or markdown.",
+    Reason.too_large.value: "The body passed the size cap (default 5 MB); the download was stopped there.",
+    Reason.blocked_address.value: "The host resolves to a private, loopback, link-local, multicast, "
+    "reserved or metadata address (SSRF guard).",
+    Reason.invalid_url.value: "Not an http(s) URL, or not parseable.",
+    Reason.evidence_quote_not_in_source.value: "The judge's quote is not in the passages it was shown.",
+    Reason.judge_error.value: "The judge failed (malformed answer, refusal, timeout, 429/5xx) after retries.",
+    Reason.no_judge_configured.value: "No judge is available, so nothing could be judged.",
+    Reason.no_citations.value: "The claim has no citation to check.",
+    Reason.unresolved_citation.value: "A marker such as [3] that no reference or source resolves.",
+}
+
+
+def http_reason(status: int) -> str:
+    """The reason code for an origin HTTP error status, e.g. ``http_404``."""
+    return f"http_{status}"
+
+
+class FetchedPage(BaseModel):
+    """What a fetcher saw at one URL, before any interpretation.
+
+    ``reason`` is set only for transport-level outcomes the fetcher itself decided
+    (timeout, blocked address, too large, unsupported content type...). Whether a
+    page with text is usable evidence is decided by ``guardrail.fetch.interpret``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str = Field(description="The URL as requested.")
+    final_url: str | None = Field(default=None, description="Where redirects ended.")
+    original_status: int | None = Field(default=None, description="Status code of the origin.")
+    text: str = Field(default="", description="Readable markdown of the page.")
+    title: str | None = None
+    content_type: str | None = None
+    rid: str | None = Field(default=None, description="Crawlbase request id, when fetched through it.")
+    reason: str | None = None
+    redirects: list[str] = Field(default_factory=list, description="Each URL redirected through, in order.")
+    fetcher: str = "direct"
+
+
+class PageAssessment(BaseModel):
+    """The shared interpretation of a fetched page: usable evidence, or a decided verdict."""
+
+    model_config = ConfigDict(frozen=True)
+
+    usable: bool
+    label: Label | None = None
+    reason: str | None = None
+
+
+class Passage(BaseModel):
+    """A piece of evidence text shown to the judge."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    source: str = Field(description="The URL it came from, or 'fact:<index>' for given facts.")
+    index: int = Field(default=0, description="Position of the passage within its source.")
+
+
+class JudgeRequest(BaseModel):
+    """One claim and the passages retrieved for it from one source."""
+
+    model_config = ConfigDict(frozen=True)
+
+    claim: str
+    passages: list[str]
+
+
+class JudgeVerdict(BaseModel):
+    """A judge's answer for one :class:`JudgeRequest`."""
+
+    label: JudgeLabel
+    evidence_quote: str | None = None
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    reason: str | None = None
+
+
+class UrlVerdict(BaseModel):
+    """The verdict for one cited URL (or given fact) against one claim."""
+
+    url: str
+    label: Label
+    evidence_quote: str | None = None
+    confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    final_url: str | None = None
+    original_status: int | None = None
+    rid: str | None = None
+    reason: str | None = None
+
+
+class ClaimReport(BaseModel):
+    """The verdicts for one claim: one per citation, and the aggregated ``overall`` label."""
+
+    claim: str
+    overall: Label
+    citations: list[UrlVerdict] = Field(default_factory=list)
+
+
+CitationKind = Literal["markdown_link", "bare_url", "autolink", "numbered", "source"]
+
+
+class CitationRef(BaseModel):
+    """A citation found in an answer: where it is, and what it points to."""
+
+    kind: CitationKind
+    start: int = Field(description="UTF-8 byte offset of the marker/link in the answer.")
+    end: int = Field(description="UTF-8 byte offset just past the marker/link.")
+    marker: str = Field(description="The citation as written, e.g. '[2]' or '(https://...)'.")
+    url: str | None = Field(default=None, description="The URL it resolves to, if any.")
+    source_index: int | None = Field(default=None, description="Index into the sources list, if any.")
+    source_text: str | None = Field(default=None, description="Text of a source with no URL (a fact).")
+
+
+class AnswerClaim(BaseModel):
+    """One sentence of an answer, its citations and their verdicts."""
+
+    text: str
+    start: int = Field(description="UTF-8 byte offset of the sentence in the answer.")
+    end: int = Field(description="UTF-8 byte offset just past the sentence.")
+    grounding_check_required: bool = True
+    citations: list[CitationRef] = Field(default_factory=list)
+    verdicts: list[UrlVerdict] = Field(default_factory=list)
+    overall: Label | None = Field(default=None, description="None when the claim cites nothing.")
+
+
+class AnswerReport(BaseModel):
+    """Everything the guard decided about one answer; byte offsets refer to the original answer."""
+
+    answer: str
+    claims: list[AnswerClaim] = Field(default_factory=list)
+    overall: Label = Label.not_found
+    label_counts: dict[str, int] = Field(default_factory=dict)

@@ -1,0 +1,403 @@
+"""The orchestrator: the only module that knows the order of the stages.
+
+extract -> fetch -> interpret -> passages -> retrieve -> judge -> quote guard -> aggregate
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from guardrail.aggregate import aggregate
+from guardrail.fetch.base import Fetcher
+from guardrail.fetch.interpret import interpret
+from guardrail.guard import apply_quote_guard
+from guardrail.judges.base import Judge
+from guardrail.passages import split_passages
+from guardrail.retrieval import Embedder, MiniLMEmbedder, top_k
+from guardrail.schema import (
+    ClaimReport,
+    FetchedPage,
+    JudgeRequest,
+    JudgeVerdict,
+    Label,
+    Reason,
+    UrlVerdict,
+)
+from guardrail.settings import Settings
+
+log = logging.getLogger("guardrail")
+
+T = TypeVar("T")
+
+
+def run_sync(coro_factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from sync code, even inside a running event loop.
+
+    Inside a running loop (Jupyter, an async framework calling sync code) the
+    coroutine runs on a fresh loop in a worker thread instead of nesting loops.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro_factory())
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            result.append(asyncio.run(coro_factory()))
+        except BaseException as exc:
+            error.append(exc)
+
+    thread = threading.Thread(target=worker, name="guardrail-sync")
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """Evidence text given directly (a retrieved chunk, a grounding fact): checked without fetching."""
+
+    text: str
+    source: str = "fact"
+
+
+Evidence = str | Fact
+"""A citation target: a URL to fetch, or a Fact to check as it is."""
+
+
+@dataclass(frozen=True)
+class ClaimTask:
+    """One claim and the evidence it cites, as the verifier's unit of work."""
+
+    claim: str
+    evidence: Sequence[Evidence]
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """Everything behind one decided citation, for audit stores and observers."""
+
+    claim: str
+    source: str
+    verdict: UrlVerdict
+    page: FetchedPage | None
+    passages_shown: list[str]
+    judge_name: str | None
+    judge_model: str | None
+    fetcher_name: str | None
+
+
+Recorder = Callable[[DecisionRecord], None]
+
+
+@dataclass
+class PageMemo:
+    """Pages already fetched (or being fetched) within one answer or batch: one fetch per URL."""
+
+    tasks: dict[str, asyncio.Future[FetchedPage]] = field(default_factory=dict)
+
+
+def _default_fetcher(settings: Settings) -> Fetcher:
+    from guardrail.fetch import fetcher_from_settings
+
+    return fetcher_from_settings(settings)
+
+
+def _default_judge(settings: Settings) -> Judge | None:
+    from guardrail.judges import judge_from_settings
+
+    return judge_from_settings(settings)
+
+
+class Verifier:
+    """Checks claims against the pages they cite and returns evidence-backed verdicts.
+
+    Every stage can be swapped: pass a ``fetcher``, ``embedder`` or ``judge``;
+    anything left out is built from ``settings`` (default: the environment).
+    """
+
+    def __init__(
+        self,
+        *,
+        fetcher: Fetcher | None = None,
+        embedder: Embedder | None = None,
+        judge: Judge | None = None,
+        settings: Settings | None = None,
+        allow_private_hosts: bool | None = None,
+        top_k: int | None = None,
+        recorders: Sequence[Recorder] = (),
+    ) -> None:
+        settings = settings or Settings.from_env()
+        if allow_private_hosts is not None:
+            settings = settings.model_copy(update={"allow_private_hosts": allow_private_hosts})
+        if top_k is not None:
+            if top_k < 1:
+                raise ValueError("top_k must be at least 1")
+            settings = settings.model_copy(update={"top_k": top_k})
+        self.settings = settings
+        self.fetcher: Fetcher = fetcher or _default_fetcher(settings)
+        self.embedder: Embedder = embedder or MiniLMEmbedder()
+        self._judge = judge
+        self._judge_resolved = judge is not None
+        self.recorders = list(recorders)
+
+    @property
+    def judge(self) -> Judge | None:
+        """The judge in use (built lazily from settings); None when none is available."""
+        if not self._judge_resolved:
+            self._judge = _default_judge(self.settings)
+            self._judge_resolved = True
+        return self._judge
+
+    # -- public entry points -------------------------------------------------
+
+    async def averify(self, claim: str, urls: Sequence[str]) -> ClaimReport:
+        """Verify one claim against each cited URL; one verdict per unique URL, in order."""
+        reports = await self.averify_many([ClaimTask(claim=claim, evidence=list(urls))])
+        return reports[0]
+
+    def verify(self, claim: str, urls: Sequence[str]) -> ClaimReport:
+        """Synchronous :meth:`averify`."""
+        return run_sync(lambda: self.averify(claim, urls))
+
+    async def averify_many(
+        self, tasks: Sequence[ClaimTask], memo: PageMemo | None = None
+    ) -> list[ClaimReport]:
+        """Verify many claims at once: every unique URL fetched once, all passages embedded
+        in one batch, all (claim, source) pairs judged in one judge call."""
+        checked = [self._check_task(task) for task in tasks]
+        memo = memo or PageMemo()
+        urls = list(dict.fromkeys(e for task in checked for e in task.evidence if isinstance(e, str)))
+        pages = await self._fetch(urls, memo)
+        return await self._judge_tasks(checked, pages)
+
+    def verify_many(self, tasks: Sequence[ClaimTask]) -> list[ClaimReport]:
+        """Synchronous :meth:`averify_many`."""
+        return run_sync(lambda: self.averify_many(tasks))
+
+    # -- stages --------------------------------------------------------------
+
+    @staticmethod
+    def _check_task(task: ClaimTask) -> ClaimTask:
+        if not isinstance(task.claim, str) or not task.claim.strip():
+            raise ValueError("claim must be a non-empty string")
+        evidence: list[Evidence] = []
+        for item in task.evidence:
+            if isinstance(item, Fact):
+                evidence.append(item)
+            elif isinstance(item, str):
+                evidence.append(item.strip())
+            else:
+                raise TypeError(f"evidence must be a URL string or a Fact, not {type(item).__name__}")
+        return ClaimTask(claim=task.claim.strip(), evidence=list(dict.fromkeys(evidence)))
+
+    async def _fetch(self, urls: Sequence[str], memo: PageMemo) -> dict[str, FetchedPage]:
+        missing = [u for u in urls if u not in memo.tasks]
+        if missing:
+            loop = asyncio.get_running_loop()
+            futures = {u: loop.create_future() for u in missing}
+            memo.tasks.update(futures)
+            fetched: dict[str, FetchedPage] = {}
+            try:
+                fetched = await self.fetcher.fetch_all(missing)
+            except Exception:
+                # A fetcher must not raise for one page; if it does anyway, every URL of the
+                # call becomes a fetch_error rather than an exception out of verify.
+                log.exception("fetcher %s failed", getattr(self.fetcher, "name", "?"))
+            except BaseException:
+                for u in missing:
+                    memo.tasks.pop(u).cancel()
+                raise
+            name = getattr(self.fetcher, "name", "direct")
+            for u, fut in futures.items():
+                fut.set_result(
+                    fetched.get(u) or FetchedPage(url=u, reason=Reason.fetch_error.value, fetcher=name)
+                )
+        return {u: await memo.tasks[u] for u in urls}
+
+    async def _judge_tasks(
+        self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]
+    ) -> list[ClaimReport]:
+        # Decide what can be decided without a judge; collect passages for the rest.
+        source_passages: dict[Evidence, list[str]] = {}
+        decided: dict[Evidence, UrlVerdict] = {}
+        for task in tasks:
+            for ev in task.evidence:
+                if ev in source_passages or ev in decided:
+                    continue
+                if isinstance(ev, Fact):
+                    passages = split_passages(ev.text)
+                    if passages:
+                        source_passages[ev] = passages
+                    else:
+                        decided[ev] = UrlVerdict(
+                            url=ev.source, label=Label.not_found, reason=Reason.empty_page.value
+                        )
+                    continue
+                page = pages[ev]
+                assessment = interpret(page)
+                passages = split_passages(page.text) if assessment.usable else []
+                if assessment.usable and passages:
+                    source_passages[ev] = passages
+                else:
+                    decided[ev] = _page_verdict(
+                        page,
+                        assessment.label or Label.not_found,
+                        assessment.reason or Reason.empty_page.value,
+                    )
+
+        pairs: list[tuple[int, Evidence]] = [
+            (i, ev) for i, task in enumerate(tasks) for ev in task.evidence if ev in source_passages
+        ]
+        shown = await self._retrieve(tasks, pairs, source_passages)
+        verdicts = await self._run_judge(
+            [JudgeRequest(claim=tasks[i].claim, passages=shown[n]) for n, (i, _) in enumerate(pairs)]
+        )
+        judged: dict[tuple[int, Evidence], tuple[UrlVerdict, list[str]]] = {}
+        for n, (i, ev) in enumerate(pairs):
+            guarded = apply_quote_guard(verdicts[n], shown[n])
+            judged[(i, ev)] = (self._source_verdict(ev, pages, guarded), shown[n])
+
+        reports: list[ClaimReport] = []
+        for i, task in enumerate(tasks):
+            citations: list[UrlVerdict] = []
+            for ev in task.evidence:
+                if (i, ev) in judged:
+                    verdict, passages_shown = judged[(i, ev)]
+                else:
+                    verdict, passages_shown = decided[ev], []
+                citations.append(verdict)
+                self._record(task.claim, ev, verdict, pages, passages_shown)
+            reports.append(
+                ClaimReport(
+                    claim=task.claim,
+                    overall=aggregate(c.label for c in citations),
+                    citations=citations,
+                )
+            )
+        return reports
+
+    async def _retrieve(
+        self,
+        tasks: Sequence[ClaimTask],
+        pairs: Sequence[tuple[int, Evidence]],
+        source_passages: dict[Evidence, list[str]],
+    ) -> list[list[str]]:
+        """Top-k passages per (claim, source), with every text of the call embedded in one batch."""
+        if not pairs:
+            return []
+        k = self.settings.top_k
+        claim_ids = sorted({i for i, _ in pairs})
+        sources = list(dict.fromkeys(ev for _, ev in pairs))
+        needs_ranking = [ev for ev in sources if len(source_passages[ev]) > k]
+        if not needs_ranking:
+            return [source_passages[ev] for _, ev in pairs]
+        texts = [tasks[i].claim for i in claim_ids]
+        offsets: dict[Evidence, int] = {}
+        for ev in needs_ranking:
+            offsets[ev] = len(texts)
+            texts.extend(source_passages[ev])
+        vectors = await asyncio.to_thread(self.embedder.embed, texts)
+        claim_row = {i: n for n, i in enumerate(claim_ids)}
+        shown: list[list[str]] = []
+        for i, ev in pairs:
+            passages = source_passages[ev]
+            if ev not in offsets:
+                shown.append(passages)
+                continue
+            start = offsets[ev]
+            best = top_k(vectors[claim_row[i]], vectors[start : start + len(passages)], k)
+            shown.append([passages[j] for j in sorted(best)])
+        return shown
+
+    async def _run_judge(self, requests: list[JudgeRequest]) -> list[JudgeVerdict]:
+        if not requests:
+            return []
+        judge = self.judge
+        if judge is None:
+            return [
+                JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.no_judge_configured.value)
+                for _ in requests
+            ]
+        try:
+            verdicts = await judge.judge(requests)
+            if len(verdicts) != len(requests):
+                raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(requests)} requests")
+            return verdicts
+        except Exception:
+            log.exception("judge %s failed", judge.name)
+            return [
+                JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.judge_error.value)
+                for _ in requests
+            ]
+
+    @staticmethod
+    def _source_verdict(ev: Evidence, pages: dict[str, FetchedPage], verdict: JudgeVerdict) -> UrlVerdict:
+        label = Label(verdict.label)
+        if isinstance(ev, Fact):
+            return UrlVerdict(
+                url=ev.source,
+                label=label,
+                evidence_quote=verdict.evidence_quote,
+                confidence=verdict.confidence,
+                reason=verdict.reason,
+            )
+        page = pages[ev]
+        return UrlVerdict(
+            url=ev,
+            label=label,
+            evidence_quote=verdict.evidence_quote,
+            confidence=verdict.confidence,
+            final_url=page.final_url,
+            original_status=page.original_status,
+            rid=page.rid,
+            reason=verdict.reason,
+        )
+
+    def _record(
+        self,
+        claim: str,
+        ev: Evidence,
+        verdict: UrlVerdict,
+        pages: dict[str, FetchedPage],
+        passages_shown: list[str],
+    ) -> None:
+        if not self.recorders:
+            return
+        judge = self._judge if self._judge_resolved else None
+        record = DecisionRecord(
+            claim=claim,
+            source=ev.source if isinstance(ev, Fact) else ev,
+            verdict=verdict,
+            page=None if isinstance(ev, Fact) else pages.get(ev),
+            passages_shown=passages_shown,
+            judge_name=judge.name if judge and passages_shown else None,
+            judge_model=judge.model if judge and passages_shown else None,
+            fetcher_name=None if isinstance(ev, Fact) else getattr(self.fetcher, "name", None),
+        )
+        for recorder in self.recorders:
+            try:
+                recorder(record)
+            except Exception:
+                log.exception("audit recorder failed")
+
+
+def _page_verdict(page: FetchedPage, label: Label, reason: str) -> UrlVerdict:
+    return UrlVerdict(
+        url=page.url,
+        label=label,
+        confidence=0.0,
+        final_url=page.final_url,
+        original_status=page.original_status,
+        rid=page.rid,
+        reason=reason,
+    )

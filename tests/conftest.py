@@ -1,0 +1,36 @@
+"""Shared fixtures: the loopback page server and settings that never reach the internet."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Never let a developer's real keys or tokens leak into a test run.
+for _var in (
+    "CRAWLBASE_TOKEN",
+    "CRAWLBASE_JS_TOKEN",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GUARDRAIL_JUDGE",
+    "GUARDRAIL_API_KEY",
+    "GUARDRAIL_ALLOW_PRIVATE_HOSTS",
+    "OPENAI_BASE_URL",
+):
+    os.environ.pop(_var, None)
+
+from tests.fixtures.pages import default_routes  # noqa: E402
+from tests.fixtures.server import FixtureServer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pages() -> Iterator[FixtureServer]:
+    """The fixture page server on 127.0.0.1, shared by the whole test session."""
+    server = FixtureServer(default_routes()).start()
+    try:
+        yield server
+    finally:
+        server.stop()
