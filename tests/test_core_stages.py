@@ -1,0 +1,120 @@
+"""Unit tests for the small pure stages: passages, quote guard, aggregation, settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardrail.aggregate import aggregate
+from guardrail.guard import apply_quote_guard, normalize_for_match, quote_in_passages
+from guardrail.passages import split_passages
+from guardrail.schema import JudgeVerdict, Label
+from guardrail.settings import ConfigurationError, Settings
+
+L = Label
+
+
+class TestPassages:
+    def test_paragraphs_are_packed_up_to_the_word_limit(self) -> None:
+        text = "\n\n".join(["one two three"] * 5)
+        assert split_passages(text, max_words=6) == ["one two three\n\none two three"] * 2 + ["one two three"]
+
+    def test_long_paragraph_is_cut_on_word_boundaries(self) -> None:
+        words = [f"w{i}" for i in range(450)]
+        passages = split_passages(" ".join(words))
+        assert [len(p.split()) for p in passages] == [200, 200, 50]
+        assert " ".join(passages).split() == words
+
+    def test_no_passage_exceeds_limit_and_nothing_is_lost(self) -> None:
+        paragraphs = [" ".join(["x"] * n) for n in (5, 199, 3, 250, 1, 200)]
+        passages = split_passages("\n\n  \n".join(paragraphs))
+        assert all(len(p.split()) <= 200 for p in passages)
+        assert sum(len(p.split()) for p in passages) == sum(len(p.split()) for p in paragraphs)
+
+    def test_blank_lines_with_spaces_split_and_empty_text_gives_nothing(self) -> None:
+        assert split_passages("a b\n   \nc d", max_words=2) == ["a b", "c d"]
+        assert split_passages("  \n\n ") == []
+
+    def test_rejects_nonpositive_limit(self) -> None:
+        with pytest.raises(ValueError, match="max_words"):
+            split_passages("a", max_words=0)
+
+
+class TestQuoteGuard:
+    passages = ("At sea level, water boils at \u201c100 degrees\u201d   Celsius.\nIt is hot.",)
+
+    def test_curly_quotes_and_whitespace_are_normalised(self) -> None:
+        assert normalize_for_match("a\u00a0 \u2018b\u2019\n c") == "a 'b' c"
+        assert quote_in_passages('water boils at "100 degrees" Celsius. It is', self.passages)
+
+    def test_quote_not_in_passages_demotes_to_not_found(self) -> None:
+        verdict = JudgeVerdict(label="supported", evidence_quote="water boils at 90 degrees", confidence=0.9)
+        guarded = apply_quote_guard(verdict, self.passages)
+        assert guarded.label == "not_found"
+        assert guarded.confidence == 0.0
+        assert guarded.reason == "evidence_quote_not_in_source"
+        assert guarded.evidence_quote == "water boils at 90 degrees"
+
+    @pytest.mark.parametrize("quote", [None, "", "   "])
+    def test_missing_quote_demotes_contradicted(self, quote: str | None) -> None:
+        verdict = JudgeVerdict(label="contradicted", evidence_quote=quote, confidence=0.8)
+        assert apply_quote_guard(verdict, self.passages).label == "not_found"
+
+    def test_real_quote_is_kept(self) -> None:
+        verdict = JudgeVerdict(label="contradicted", evidence_quote="It is hot.", confidence=0.7)
+        assert apply_quote_guard(verdict, self.passages) == verdict
+
+    def test_not_found_passes_untouched(self) -> None:
+        verdict = JudgeVerdict(label="not_found", confidence=0.4)
+        assert apply_quote_guard(verdict, self.passages) == verdict
+
+
+class TestAggregate:
+    @pytest.mark.parametrize(
+        ("labels", "expected"),
+        [
+            ([L.supported, L.contradicted, L.unreachable], L.contradicted),
+            ([L.not_found, L.supported, L.unreachable], L.supported),
+            ([L.unreachable, L.unreachable], L.unreachable),
+            ([L.unreachable, L.not_found], L.not_found),
+            ([L.not_found], L.not_found),
+            ([], L.not_found),
+        ],
+    )
+    def test_fixed_rule(self, labels: list[Label], expected: Label) -> None:
+        assert aggregate(labels) == expected
+
+
+class TestSettings:
+    def test_defaults(self) -> None:
+        s = Settings.from_env({})
+        assert (s.fetch_timeout, s.max_bytes, s.max_redirects, s.concurrency, s.top_k) == (
+            15.0,
+            5_000_000,
+            5,
+            8,
+            3,
+        )
+        assert s.allow_private_hosts is False and s.judge is None
+
+    def test_reads_environment(self) -> None:
+        s = Settings.from_env(
+            {
+                "GUARDRAIL_ALLOW_PRIVATE_HOSTS": "1",
+                "GUARDRAIL_JUDGE": "OpenAI",
+                "GUARDRAIL_FETCH_TIMEOUT": "2.5",
+            }
+        )
+        assert s.allow_private_hosts is True and s.judge == "openai" and s.fetch_timeout == 2.5
+
+    def test_unknown_judge_is_a_clear_error(self) -> None:
+        with pytest.raises(ConfigurationError, match="GUARDRAIL_JUDGE"):
+            Settings.from_env({"GUARDRAIL_JUDGE": "gpt"})
+
+    def test_bad_number_names_the_field(self) -> None:
+        with pytest.raises(ConfigurationError, match="fetch_timeout"):
+            Settings.from_env({"GUARDRAIL_FETCH_TIMEOUT": "soon"})
+
+    def test_secrets_are_not_printed(self) -> None:
+        s = Settings.from_env({"OPENAI_API_KEY": "sk-very-secret", "CRAWLBASE_TOKEN": "tok-very-secret"})
+        assert "very-secret" not in repr(s) and "very-secret" not in s.model_dump_json()
+        assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == "sk-very-secret"
