@@ -1,0 +1,214 @@
+"""Turn a fetched body into readable markdown: HTML via trafilatura, PDF via pypdf, text as is.
+
+Conversion is CPU-bound; fetchers run :func:`convert` in a worker thread.
+"""
+
+from __future__ import annotations
+
+import codecs
+import html as html_lib
+import io
+import logging
+import re
+from dataclasses import dataclass
+
+from guardrail.schema import Reason
+
+log = logging.getLogger("guardrail.fetch")
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})
+TEXT_TYPES = frozenset({"text/plain"})
+MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
+SUPPORTED_TYPES = HTML_TYPES | PDF_TYPES | TEXT_TYPES | MARKDOWN_TYPES
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_MD_HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+
+
+@dataclass(frozen=True)
+class Converted:
+    """The readable text of a body, its title, and a reason when it could not be used."""
+
+    text: str = ""
+    title: str | None = None
+    content_type: str | None = None
+    reason: str | None = None
+
+
+def media_type(content_type: str | None) -> str:
+    """The bare media type of a Content-Type header value, lower-cased (``""`` when absent)."""
+    if not content_type:
+        return ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def sniff_media_type(body: bytes) -> str:
+    """Guess a media type from the first bytes, for bodies served without a usable Content-Type."""
+    head = body[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if head.startswith(b"%pdf-"):
+        return "application/pdf"
+    if head.startswith((b"<!doctype html", b"<html", b"<head", b"<body", b"<!--")) or b"<html" in head:
+        return "text/html"
+    return ""
+
+
+def convert(body: bytes, content_type: str | None, url: str | None = None) -> Converted:
+    """Readable text of ``body`` served as ``content_type``.
+
+    HTML becomes markdown (main content only, links and tables kept, title from the
+    page metadata); PDF becomes its text layer; plain text and markdown pass through;
+    anything else is ``unsupported_content_type``.
+    """
+    kind = media_type(content_type)
+    if kind in ("", "application/octet-stream", "binary/octet-stream"):
+        kind = sniff_media_type(body) or kind
+    if kind in HTML_TYPES:
+        text, title = html_to_markdown(decode_body(body, content_type, html=True), url)
+    elif kind in PDF_TYPES:
+        text, title = pdf_to_text(body)
+    elif kind in TEXT_TYPES or kind in MARKDOWN_TYPES:
+        text = _tidy(decode_body(body, content_type))
+        title = _markdown_title(text) if kind in MARKDOWN_TYPES else None
+    else:
+        return Converted(content_type=kind or None, reason=Reason.unsupported_content_type.value)
+    return Converted(text=text, title=title, content_type=kind)
+
+
+def decode_body(body: bytes, content_type: str | None, *, html: bool = False) -> str:
+    """Decode ``body`` to text: a byte-order mark, then the header's charset, then (for HTML)
+    a ``<meta charset>``, then UTF-8; windows-1252 when nothing else fits (the web's legacy default)."""
+    boms = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+    for bom, encoding in boms:
+        if body.startswith(bom):
+            return body[len(bom) :].decode(encoding, errors="replace")
+    declared: list[tuple[str, bool]] = []
+    if content_type:
+        header_match = _HEADER_CHARSET.search(content_type)
+        if header_match:
+            declared.append((header_match.group(1), False))
+    if html:
+        meta_match = _META_CHARSET.search(body[:4096])
+        if meta_match:
+            declared.append((meta_match.group(1).decode("ascii", errors="ignore"), True))
+    for label, in_document in declared:
+        codec_name = _codec(label, in_document=in_document)
+        if codec_name is not None:
+            return body.decode(codec_name, errors="replace")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body.decode("cp1252", errors="replace")
+
+
+def _codec(label: str, *, in_document: bool) -> str | None:
+    try:
+        encoding: str = codecs.lookup(label.strip().lower()).name
+    except LookupError:
+        return None
+    # Per the WHATWG encoding standard, labels for latin-1/ascii mean windows-1252, and a
+    # document readable enough to declare utf-16 in a <meta> is really ASCII-compatible.
+    if encoding in ("latin-1", "iso8859-1", "ascii"):
+        return "cp1252"
+    if in_document and encoding.startswith("utf-16"):
+        return "utf-8"
+    return encoding
+
+
+def html_to_markdown(html: str, url: str | None = None) -> tuple[str, str | None]:
+    """Main content of ``html`` as markdown (navigation, footers, ads, cookie banners dropped;
+    links and tables kept) and the page title; a plain-text fallback when trafilatura finds nothing."""
+    import trafilatura
+
+    title: str | None = None
+    text: str | None = None
+    try:
+        tree = trafilatura.load_html(html)
+        if tree is not None:
+            metadata = trafilatura.extract_metadata(tree, default_url=url)
+            title = (metadata.title or None) if metadata is not None else None
+            text = trafilatura.extract(
+                tree,
+                url=url,
+                output_format="markdown",
+                include_links=True,
+                include_tables=True,
+                include_images=False,
+                include_comments=False,
+                favor_recall=True,
+                deduplicate=False,
+            )
+    except Exception as exc:  # a parser failure on one hostile page must not fail the fetch
+        log.warning("trafilatura failed on %s: %s", url, type(exc).__name__)
+    if not text or not text.strip():
+        text = _fallback_text(html)
+        if title is None:
+            title = _html_title(html)
+    return _tidy(text), title
+
+
+_DROP_TAGS = ("script", "style", "noscript", "template", "svg", "nav", "footer", "header", "aside", "form")
+_BLOCK_TAGS = frozenset(
+    {"p", "div", "section", "article", "main", "li", "ul", "ol", "table", "tr", "pre", "blockquote", "br"}
+    | {"h1", "h2", "h3", "h4", "h5", "h6", "dd", "dt"}
+)
+
+
+def _fallback_text(html: str) -> str:
+    """Visible text of a page trafilatura found nothing in (say, text served as text/html)."""
+    import lxml.html
+
+    try:
+        root = lxml.html.document_fromstring(html)
+    except Exception:  # lxml refuses empty or binary documents
+        return ""
+    for element in root.xpath("|".join(f"//{t}" for t in _DROP_TAGS) + "|//head"):
+        element.drop_tree()
+    lines: list[str] = []
+    for element in root.iter():
+        if not isinstance(element.tag, str):
+            continue
+        if element.tag in _BLOCK_TAGS:
+            lines.append("\n\n")
+        if element.text:
+            lines.append(element.text)
+        if element.tail:
+            lines.append(element.tail)
+    return re.sub(r"[ \t]+", " ", "".join(lines))
+
+
+def _html_title(html: str) -> str | None:
+    match = re.search(r"<title[^>]*>(.*?)</title>", html[:65536], re.IGNORECASE | re.DOTALL)
+    if match is None:
+        return None
+    return html_lib.unescape(re.sub(r"\s+", " ", match.group(1))).strip() or None
+
+
+def pdf_to_text(body: bytes) -> tuple[str, str | None]:
+    """The text layer of a PDF (pages separated by blank lines) and its metadata title."""
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(body))
+        if reader.is_encrypted:
+            reader.decrypt("")  # many "protected" PDFs only restrict printing, with an empty password
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = reader.metadata.title if reader.metadata is not None else None
+    except Exception as exc:  # broken or hostile PDFs: no text, judged as an empty page
+        log.warning("could not read PDF text: %s", type(exc).__name__)
+        return "", None
+    return _tidy("\n\n".join(pages)), (str(title).strip() or None) if title else None
+
+
+def _markdown_title(text: str) -> str | None:
+    match = _MD_HEADING.search(text[:4096])
+    return match.group(1) if match else None
+
+
+def _tidy(text: str) -> str:
+    """Normalise line endings, strip trailing spaces, collapse runs of blank lines."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return _BLANK_RUN.sub("\n\n", text).strip()

@@ -1,0 +1,509 @@
+"""DirectFetcher against real HTTP(S) servers on 127.0.0.1: conversion, statuses through
+interpret(), redirects, timeouts, the body cap, concurrency, headers, charsets and TLS."""
+
+from __future__ import annotations
+
+import gzip
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from guardrail.fetch.direct import DirectFetcher
+from guardrail.fetch.interpret import interpret
+from guardrail.schema import FetchedPage, Label, Reason
+from tests.fixtures.pages import BOILING_PDF, article, default_routes
+from tests.fixtures.server import FixtureServer, Route
+
+BOILING_SENTENCE = "pure water boils at 100 degrees Celsius (212 degrees Fahrenheit)"
+
+
+async def fetch(url: str, **options: object) -> FetchedPage:
+    options.setdefault("allow_private_hosts", True)
+    fetcher = DirectFetcher(**options)  # type: ignore[arg-type]
+    return (await fetcher.fetch_all([url]))[url]
+
+
+def outcome(p: FetchedPage) -> tuple[Label | None, str | None]:
+    a = interpret(p)
+    return (None, None) if a.usable else (a.label, a.reason)
+
+
+# -- the shared fixture pages --------------------------------------------------------------
+
+
+async def test_supporting_article_becomes_clean_markdown(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/boiling"))
+    assert p.original_status == 200
+    assert BOILING_SENTENCE in p.text
+    assert p.title == "The boiling point of water"
+    assert p.content_type == "text/html"
+    assert p.final_url == pages.url("/boiling") and p.redirects == []
+    for boilerplate in ("About us", "Contact", "All rights reserved", "Privacy policy", "cookies"):
+        assert boilerplate not in p.text
+    assert interpret(p).usable
+
+
+@pytest.mark.parametrize(
+    ("path", "status"), [("/gone-404", 404), ("/gone-410", 410), ("/error-500", 500), ("/unavailable-503", 503)]
+)
+async def test_origin_errors_are_unreachable(pages: FixtureServer, path: str, status: int) -> None:
+    p = await fetch(pages.url(path))
+    assert p.original_status == status
+    assert outcome(p) == (Label.unreachable, f"http_{status}")
+
+
+async def test_slow_page_times_out(pages: FixtureServer) -> None:
+    started = time.monotonic()
+    p = await fetch(pages.url("/slow"), timeout=0.5)
+    assert time.monotonic() - started < 2.5
+    assert p.reason == Reason.fetch_timeout.value
+    assert outcome(p) == (Label.unreachable, "fetch_timeout")
+
+
+async def test_redirect_chain_is_followed_and_recorded(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/redirect-1"))
+    assert p.redirects == [pages.url("/redirect-1"), pages.url("/redirect-2"), pages.url("/redirect-3")]
+    assert p.final_url == pages.url("/boiling")
+    assert BOILING_SENTENCE in p.text
+    assert interpret(p).usable
+
+
+async def test_redirect_limit(pages: FixtureServer) -> None:
+    too_strict = await fetch(pages.url("/redirect-1"), max_redirects=2)
+    assert too_strict.reason == Reason.too_many_redirects.value
+    assert too_strict.redirects == [pages.url("/redirect-1"), pages.url("/redirect-2"), pages.url("/redirect-3")]
+    exact = await fetch(pages.url("/redirect-1"), max_redirects=3)
+    assert exact.reason is None and exact.final_url == pages.url("/boiling")
+
+
+async def test_redirect_loop_is_too_many_redirects(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/loop-a"))
+    assert p.reason == Reason.too_many_redirects.value
+    assert len(p.redirects) == 6  # the default limit of 5 redirects was followed, the 6th refused
+    assert outcome(p) == (Label.unreachable, "too_many_redirects")
+
+
+async def test_deep_link_redirected_to_homepage(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/articles/2019/boiling-water-deep-link"))
+    assert p.final_url == pages.url("/")
+    assert outcome(p) == (Label.not_found, "redirected_to_homepage")
+
+
+async def test_soft_404(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/soft-404"))
+    assert p.original_status == 200
+    assert outcome(p) == (Label.not_found, "soft_404")
+
+
+async def test_long_article_about_404_is_usable(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/article-about-404"))
+    assert "404" in p.text
+    assert interpret(p).usable
+
+
+async def test_app_shell_is_empty_page(pages: FixtureServer) -> None:
+    assert outcome(await fetch(pages.url("/app-shell"))) == (Label.not_found, "empty_page")
+
+
+async def test_bot_check_is_bot_challenge(pages: FixtureServer) -> None:
+    assert outcome(await fetch(pages.url("/bot-check"))) == (Label.not_found, "bot_challenge")
+
+
+async def test_pdf_text_is_extracted(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/handbook.pdf"))
+    assert p.content_type == "application/pdf"
+    assert "pure water boils at 100 degrees Celsius" in p.text
+    assert interpret(p).usable
+
+
+async def test_plain_text_passes_through(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/notes.txt"))
+    assert p.content_type == "text/plain"
+    assert p.text == "Field notes.\n\nAt sea level pure water boils at 100 degrees Celsius."
+    assert interpret(p).usable
+
+
+async def test_image_is_unsupported(pages: FixtureServer) -> None:
+    p = await fetch(pages.url("/image.png"))
+    assert p.content_type == "image/png"
+    assert outcome(p) == (Label.not_found, "unsupported_content_type")
+
+
+async def test_oversized_body_stops_at_the_cap(pages: FixtureServer) -> None:
+    started = time.monotonic()
+    p = await fetch(pages.url("/oversized"), max_bytes=1_000_000)
+    assert time.monotonic() - started < 5
+    assert outcome(p) == (Label.not_found, "too_large")
+
+
+async def test_refused_connection_is_fetch_error() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    p = await fetch(f"http://127.0.0.1:{port}/")
+    assert outcome(p) == (Label.unreachable, "fetch_error")
+
+
+async def test_unresolvable_host_is_fetch_error() -> None:
+    p = await fetch("http://nonexistent.invalid/page", allow_private_hosts=False)
+    assert outcome(p) == (Label.unreachable, "fetch_error")
+
+
+async def test_fetch_all_never_raises_and_keys_by_url(pages: FixtureServer) -> None:
+    urls = [pages.url("/boiling"), "not a url", "ftp://example.org/", pages.url("/gone-404"), "http://nonexistent.invalid/"]
+    result = await DirectFetcher(allow_private_hosts=True).fetch_all(urls)
+    assert list(result) == urls
+    assert result["not a url"].reason == Reason.invalid_url.value
+    assert result["ftp://example.org/"].reason == Reason.invalid_url.value
+    assert all(p.url == u and p.fetcher == "direct" for u, p in result.items())
+
+
+# -- a server of our own for behaviour the shared fixtures do not cover ------------------------
+
+
+class Probe:
+    """Counters shared with the handlers of :func:`probe_server`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.headers: list[dict[str, str]] = []
+        self.oversized_written = 0
+        self.oversized_done = threading.Event()
+
+
+@pytest.fixture(scope="module")
+def probe() -> Probe:
+    return Probe()
+
+
+@pytest.fixture(scope="module")
+def probe_server(probe: Probe) -> Iterator[FixtureServer]:
+    def slow_counted(handler: BaseHTTPRequestHandler) -> None:
+        with probe.lock:
+            probe.in_flight += 1
+            probe.max_in_flight = max(probe.max_in_flight, probe.in_flight)
+        time.sleep(0.3)
+        with probe.lock:
+            probe.in_flight -= 1
+        _respond(handler, 200, article("Waiting", ["A page that took a while to serve to this client."]).encode())
+
+    def echo_headers(handler: BaseHTTPRequestHandler) -> None:
+        with probe.lock:
+            probe.headers.append(dict(handler.headers.items()))
+        _respond(handler, 200, b"headers recorded", "text/plain")
+
+    def counted_oversized(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html; charset=utf-8")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        chunk = b"<p>" + b"water boils " * 8000 + b"</p>\n"
+        try:
+            for _ in range(2000):  # ~190 MB if nobody hangs up
+                handler.wfile.write(chunk)
+                probe.oversized_written += len(chunk)
+        except OSError:
+            pass
+        finally:
+            probe.oversized_done.set()
+        handler.close_connection = True
+
+    def lying_length(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", "50000000")
+        handler.end_headers()
+        handler.wfile.write(b"<p>only a little</p>")
+        handler.close_connection = True
+
+    def drip(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain")
+        handler.end_headers()
+        try:
+            for _ in range(100):
+                handler.wfile.write(b"x")
+                handler.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            pass
+        handler.close_connection = True
+
+    latin1 = article("Café au lait", ["Le café crème coûte 3 €, à déguster près de la fenêtre du château."])
+    cyrillic = (
+        '<html><head><meta charset="windows-1251"><title>Вода</title></head><body><article>'
+        "<p>Вода кипит при температуре 100 градусов Цельсия на уровне моря.</p></article></body></html>"
+    )
+    table = article(
+        "Boiling points",
+        ['Boiling points at sea level, from <a href="https://example.org/data">the handbook data</a>.'],
+    ).replace(
+        "</article>",
+        "<table><tr><th>Liquid</th><th>Boiling point</th></tr><tr><td>Water</td><td>100 °C</td></tr>"
+        "<tr><td>Ethanol</td><td>78 °C</td></tr></table></article>",
+    )
+    routes = {
+        "/slow-counted": Route(handler=slow_counted),
+        "/echo-headers": Route(handler=echo_headers),
+        "/counted-oversized": Route(handler=counted_oversized),
+        "/lying-length": Route(handler=lying_length),
+        "/drip": Route(handler=drip),
+        "/once": Route(body=article("Once", ["Fetched once, however many times it is cited in one call."])),
+        "/latin1": Route(body=latin1.encode("cp1252"), content_type="text/html; charset=ISO-8859-1"),
+        "/cyrillic": Route(body=cyrillic.encode("cp1251"), content_type="text/html"),
+        "/utf8-undeclared": Route(body=latin1.encode("utf-8"), content_type="text/html"),
+        "/text-as-html": Route(body="Water boils at 100 degrees Celsius at sea level.", content_type="text/html"),
+        "/readme.md": Route(
+            body="# Field manual\n\nWater boils at 100 degrees Celsius at sea level.\n",
+            content_type="text/markdown; charset=utf-8",
+        ),
+        "/octet-pdf": Route(body=BOILING_PDF, content_type="application/octet-stream"),
+        "/gzipped": Route(
+            body=gzip.compress(article("Compressed", ["This page travelled gzip-compressed over the wire."]).encode()),
+            headers={"Content-Encoding": "gzip"},
+        ),
+        "/table": Route(body=table),
+        "/json": Route(body='{"boiling_point": 100}', content_type="application/json"),
+        "/no-location": Route(status=302, body=""),
+    }
+    server = FixtureServer(routes).start()
+    yield server
+    server.stop()
+
+
+def _respond(handler: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str = "text/html") -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+async def test_each_unique_url_is_fetched_once(probe_server: FixtureServer) -> None:
+    url = probe_server.url("/once")
+    result = await DirectFetcher(allow_private_hosts=True).fetch_all([url, url, url])
+    assert list(result) == [url]
+    assert probe_server.hits["/once"] == 1
+
+
+async def test_concurrency_is_bounded(probe_server: FixtureServer, probe: Probe) -> None:
+    urls = [probe_server.url(f"/slow-counted?i={i}") for i in range(9)]
+    result = await DirectFetcher(allow_private_hosts=True, concurrency=3).fetch_all(urls)
+    assert all(p.reason is None for p in result.values())
+    assert probe.max_in_flight == 3  # never more than the bound, and the bound was used
+
+
+async def test_sends_user_agent_and_accept(probe_server: FixtureServer, probe: Probe) -> None:
+    await fetch(probe_server.url("/echo-headers"))
+    sent = {k.lower(): v for k, v in probe.headers[-1].items()}
+    assert "citation-guardrail" in sent["user-agent"]
+    assert "text/html" in sent["accept"] and "application/pdf" in sent["accept"]
+    assert sent["host"] == f"127.0.0.1:{probe_server.port}"
+    custom = await fetch(probe_server.url("/echo-headers"), user_agent="my-bot/1.0")
+    assert custom.reason is None
+    assert {k.lower(): v for k, v in probe.headers[-1].items()}["user-agent"] == "my-bot/1.0"
+
+
+async def test_host_header_carries_the_name_while_connecting_to_the_vetted_ip(
+    probe_server: FixtureServer, probe: Probe
+) -> None:
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    fetcher = DirectFetcher(allowed_hosts=[f"docs.example.test:{probe_server.port}"], resolver=resolver)
+    url = f"http://docs.example.test:{probe_server.port}/echo-headers"
+    assert (await fetcher.fetch_all([url]))[url].reason is None
+    assert {k.lower(): v for k, v in probe.headers[-1].items()}["host"] == f"docs.example.test:{probe_server.port}"
+
+
+async def test_streamed_body_is_cut_at_the_cap(probe_server: FixtureServer, probe: Probe) -> None:
+    """The server counts what it managed to send: far less than the ~190 MB it would send to a
+    reader that did not stop (the slack is the kernel's socket buffers)."""
+    started = time.monotonic()
+    p = await fetch(probe_server.url("/counted-oversized"), max_bytes=1_000_000)
+    assert time.monotonic() - started < 5
+    assert p.reason == Reason.too_large.value
+    assert probe.oversized_done.wait(10)
+    assert probe.oversized_written < 20_000_000, probe.oversized_written
+
+
+async def test_declared_length_over_the_cap_is_refused_before_reading(probe_server: FixtureServer) -> None:
+    # The body is truncated: reading it would end in a protocol error, not too_large.
+    p = await fetch(probe_server.url("/lying-length"), max_bytes=1_000_000)
+    assert p.reason == Reason.too_large.value
+
+
+async def test_total_time_per_page_is_bounded(probe_server: FixtureServer) -> None:
+    """A body dripping one byte every 0.2 s never trips the read timeout; the page budget stops it."""
+    started = time.monotonic()
+    p = await fetch(probe_server.url("/drip"), timeout=1.0, total_timeout=1.5)
+    assert p.reason == Reason.fetch_timeout.value
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/latin1", "Le café crème coûte 3 €, à déguster près de la fenêtre du château."),
+        ("/cyrillic", "Вода кипит при температуре 100 градусов Цельсия на уровне моря."),
+        ("/utf8-undeclared", "Le café crème coûte 3 €, à déguster près de la fenêtre du château."),
+    ],
+)
+async def test_charsets_are_decoded(probe_server: FixtureServer, path: str, expected: str) -> None:
+    p = await fetch(probe_server.url(path))
+    assert expected in p.text
+
+
+async def test_text_served_as_html_falls_back_to_its_visible_text(probe_server: FixtureServer) -> None:
+    p = await fetch(probe_server.url("/text-as-html"))
+    assert p.text == "Water boils at 100 degrees Celsius at sea level."
+    assert interpret(p).usable
+
+
+async def test_markdown_passes_through_with_its_title(probe_server: FixtureServer) -> None:
+    p = await fetch(probe_server.url("/readme.md"))
+    assert p.content_type == "text/markdown"
+    assert p.title == "Field manual"
+    assert "Water boils at 100 degrees Celsius at sea level." in p.text
+
+
+async def test_pdf_served_as_octet_stream_is_sniffed(probe_server: FixtureServer) -> None:
+    p = await fetch(probe_server.url("/octet-pdf"))
+    assert p.content_type == "application/pdf"
+    assert "pure water boils at 100 degrees Celsius" in p.text
+
+
+async def test_gzip_bodies_are_decoded(probe_server: FixtureServer) -> None:
+    p = await fetch(probe_server.url("/gzipped"))
+    assert "This page travelled gzip-compressed over the wire." in p.text
+
+
+async def test_links_and_tables_survive_conversion(probe_server: FixtureServer) -> None:
+    p = await fetch(probe_server.url("/table"))
+    assert "[the handbook data](https://example.org/data)" in p.text
+    assert "| Water | 100 °C |" in p.text
+
+
+async def test_json_is_unsupported_and_not_downloaded(probe_server: FixtureServer) -> None:
+    p = await fetch(probe_server.url("/json"))
+    assert outcome(p) == (Label.not_found, "unsupported_content_type")
+
+
+async def test_redirect_status_without_location_is_an_http_reason(probe_server: FixtureServer) -> None:
+    assert outcome(await fetch(probe_server.url("/no-location"))) == (Label.unreachable, "http_302")
+
+
+def test_constructor_validates_options() -> None:
+    with pytest.raises(ValueError):
+        DirectFetcher(concurrency=0)
+    with pytest.raises(ValueError):
+        DirectFetcher(max_bytes=0)
+    with pytest.raises(ValueError):
+        DirectFetcher(timeout=0)
+    from guardrail.fetch.ssrf import SsrfPolicy
+
+    with pytest.raises(ValueError):
+        DirectFetcher(policy=SsrfPolicy(), allow_private_hosts=True)
+
+
+def test_from_settings_reads_the_fetch_settings() -> None:
+    from guardrail.settings import Settings
+
+    settings = Settings.from_env(
+        {
+            "GUARDRAIL_FETCH_TIMEOUT": "3.5",
+            "GUARDRAIL_MAX_BYTES": "12345",
+            "GUARDRAIL_MAX_REDIRECTS": "2",
+            "GUARDRAIL_CONCURRENCY": "4",
+            "GUARDRAIL_ALLOW_PRIVATE_HOSTS": "yes",
+        }
+    )
+    f = DirectFetcher.from_settings(settings)
+    assert (f.timeout, f.max_bytes, f.max_redirects, f.concurrency) == (3.5, 12345, 2, 4)
+    assert f.policy.allow_private is True
+    assert DirectFetcher.from_settings(Settings()).policy.allow_private is False
+    assert "DirectFetcher(" in repr(f)
+
+
+# -- TLS: connect to the vetted IP, verify the certificate against the cited name ---------------
+
+
+@pytest.fixture(scope="module")
+def tls_server() -> Iterator[tuple[FixtureServer, ssl.SSLContext, list[str]]]:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("pinned.test").configure_cert(server_ctx)
+    names: list[str] = []
+    server_ctx.sni_callback = lambda sock, name, ctx: names.append(name)  # type: ignore[assignment,misc,return-value]
+    server = FixtureServer(default_routes())
+    server._httpd.socket = server_ctx.wrap_socket(server._httpd.socket, server_side=True)
+    server.start()
+    client_ctx = ssl.create_default_context()
+    ca.configure_trust(client_ctx)
+    yield server, client_ctx, names
+    server.stop()
+
+
+async def _loopback(host: str, port: int) -> list[str]:
+    return ["127.0.0.1"]
+
+
+async def test_https_verifies_the_cited_name_on_the_pinned_address(
+    tls_server: tuple[FixtureServer, ssl.SSLContext, list[str]],
+) -> None:
+    server, client_ctx, names = tls_server
+    fetcher = DirectFetcher(allow_private_hosts=True, resolver=_loopback, verify=client_ctx)
+    good = f"https://pinned.test:{server.port}/boiling"
+    wrong = f"https://other-name.test:{server.port}/boiling"
+    result = await fetcher.fetch_all([good, wrong])
+    assert result[good].reason is None and BOILING_SENTENCE in result[good].text
+    assert "pinned.test" in names  # the TLS server name was the cited host, not the IP
+    assert result[wrong].reason == Reason.fetch_error.value  # certificate is not for that name
+
+
+async def test_https_with_an_untrusted_certificate_is_fetch_error(
+    tls_server: tuple[FixtureServer, ssl.SSLContext, list[str]],
+) -> None:
+    server, _, _ = tls_server
+    url = f"https://pinned.test:{server.port}/boiling"
+    p = (await DirectFetcher(allow_private_hosts=True, resolver=_loopback).fetch_all([url]))[url]
+    assert p.reason == Reason.fetch_error.value
+
+
+# -- through the Verifier ----------------------------------------------------------------------
+
+
+async def test_verifier_end_to_end_with_the_direct_fetcher(pages: FixtureServer) -> None:
+    from guardrail.verifier import Verifier
+    from tests.fakes import HashEmbedder, OverlapJudge
+
+    claim = "Water boils at 100 degrees Celsius at sea level."
+    verifier = Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
+    assert verifier.fetcher.name == "direct"
+    urls = [pages.url("/boiling"), pages.url("/old-report"), pages.url("/gone-404")]
+    report = await verifier.averify(claim, urls)
+    by_url = {c.url: c for c in report.citations}
+    assert by_url[urls[0]].label == Label.supported
+    assert "100 degrees Celsius" in (by_url[urls[0]].evidence_quote or "")
+    assert by_url[urls[1]].label == Label.contradicted
+    assert (by_url[urls[2]].label, by_url[urls[2]].reason) == (Label.unreachable, "http_404")
+    assert by_url[urls[2]].original_status == 404
+    assert report.overall == Label.contradicted
+
+
+def test_verifier_sync_entry_point(pages: FixtureServer) -> None:
+    from guardrail.verifier import Verifier
+    from tests.fakes import HashEmbedder, OverlapJudge
+
+    verifier = Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
+    report = verifier.verify("Water boils at 100 degrees Celsius at sea level.", [pages.url("/boiling")])
+    assert report.overall == Label.supported

@@ -1,0 +1,341 @@
+"""SSRF policy: every address family, every IPv4 spelling, names resolving to private space,
+redirects into private space, pinning to the vetted address, and the opt-in."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from guardrail.fetch.direct import DirectFetcher
+from guardrail.fetch.interpret import interpret
+from guardrail.fetch.ssrf import SsrfPolicy, UrlRefused, blocked_category, parse_ipv4_literal
+from guardrail.schema import Label, Reason
+from guardrail.settings import Settings
+from tests.fixtures.server import FixtureServer, Route
+
+BLOCKED_LITERALS = [
+    # IPv4 loopback in every spelling inet_aton and browsers accept
+    "http://127.0.0.1/",
+    "http://127.1/",
+    "http://2130706433/",
+    "http://0x7f000001/",
+    "http://0x7f.1/",
+    "http://0x7f.0.0.1/",
+    "http://017700000001/",
+    "http://0177.0.0.1/",
+    "http://0177.1/",
+    "http://127.000.000.001/",
+    "http://127.0.0.1./",
+    # private, link-local, CGNAT, unspecified, multicast, reserved, broadcast, documentation
+    "http://10.0.0.1/",
+    "http://172.16.5.4/",
+    "http://172.31.255.255/",
+    "http://192.168.1.1/",
+    "http://169.254.1.1/",
+    "http://100.64.0.1/",
+    "http://100.127.255.254/",
+    "http://0.0.0.0/",
+    "http://0/",
+    "http://224.0.0.1/",
+    "http://239.255.255.250/",
+    "http://240.0.0.1/",
+    "http://255.255.255.255/",
+    "http://192.0.2.10/",
+    "http://198.18.0.1/",
+    # cloud metadata
+    "http://169.254.169.254/latest/meta-data/",
+    "http://2852039166/latest/meta-data/",  # 169.254.169.254 as one number
+    "http://0xa9.0xfe.0xa9.0xfe/",
+    "http://169.254.170.2/v2/credentials",
+    "http://100.100.100.200/latest/meta-data/",
+    "http://[fd00:ec2::254]/latest/meta-data/",
+    # IPv6 loopback, unspecified, ULA, link-local, site-local, multicast, documentation
+    "http://[::1]/",
+    "http://[0:0:0:0:0:0:0:1]/",
+    "http://[::]/",
+    "http://[fc00::1]/",
+    "http://[fd12:3456:789a::1]/",
+    "http://[fe80::1]/",
+    "http://[fec0::1]/",
+    "http://[ff02::1]/",
+    "http://[2001:db8::1]/",
+    # IPv6 forms that embed a private IPv4 address
+    "http://[::ffff:127.0.0.1]/",
+    "http://[::ffff:7f00:1]/",
+    "http://[::ffff:10.0.0.1]/",
+    "http://[::ffff:169.254.169.254]/",
+    "http://[::127.0.0.1]/",
+    "http://[64:ff9b::127.0.0.1]/",
+    "http://[64:ff9b::a9fe:a9fe]/",
+    "http://[2002:7f00:1::]/",
+    "http://[2002:c0a8:101::1]/",
+    # names that are loopback or metadata by definition
+    "http://localhost/",
+    "http://LOCALHOST./",
+    "http://api.localhost:8080/",
+    "http://metadata.google.internal/computeMetadata/v1/",
+    "http://metadata/computeMetadata/v1/",
+]
+
+INVALID_URLS = [
+    "file:///etc/passwd",
+    "ftp://example.org/file.txt",
+    "gopher://127.0.0.1:6379/_INFO",
+    "javascript:alert(1)",
+    "data:text/html,<p>hi</p>",
+    "mailto:someone@example.org",
+    "example.org/no-scheme",
+    "http://",
+    "http:///path-only",
+    "http://exa mple.org/",
+    "http://1.2.3.256/",
+    "http://256.1/",
+    "http://example.123/",
+    "http://0x1g.1/",
+    "http://[1::2::3]/",
+    "",
+]
+
+PUBLIC_LITERALS = [
+    "http://93.184.216.34/",
+    "http://1.1.1.1/",
+    "http://8.8.8.8:8080/path?q=1",
+    "http://134744072/",  # 8.8.8.8 as one number
+    "http://[2606:4700:4700::1111]/",
+    "http://[::ffff:8.8.8.8]/",
+    "http://[2002:808:808::1]/",  # 6to4 around a public address
+    "http://[64:ff9b::808:808]/",  # NAT64 around a public address
+]
+
+
+async def _no_dns(host: str, port: int) -> list[str]:
+    raise AssertionError(f"literal addresses must not be resolved (asked for {host})")
+
+
+@pytest.mark.parametrize("url", BLOCKED_LITERALS)
+async def test_blocked_addresses_are_refused_before_any_connection(url: str) -> None:
+    policy = SsrfPolicy(resolver=_no_dns)
+    with pytest.raises(UrlRefused) as info:
+        await policy.vet(url)
+    assert info.value.reason == Reason.blocked_address.value
+
+
+@pytest.mark.parametrize("url", INVALID_URLS)
+async def test_malformed_urls_and_other_schemes_are_invalid(url: str) -> None:
+    with pytest.raises(UrlRefused) as info:
+        await SsrfPolicy(resolver=_no_dns).vet(url)
+    assert info.value.reason == Reason.invalid_url.value
+
+
+@pytest.mark.parametrize("url", PUBLIC_LITERALS)
+async def test_public_literals_pass_without_dns(url: str) -> None:
+    target = await SsrfPolicy(resolver=_no_dns).vet(url)
+    assert len(target.addresses) == 1
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("127.0.0.1", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("2130706433", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("017700000001", "127.0.0.1"),
+        ("0x7F000001", "127.0.0.1"),
+        ("10.1", "10.0.0.1"),
+        ("192.168.257", "192.168.1.1"),
+        ("0", "0.0.0.0"),
+        ("0x", "0.0.0.0"),
+        ("1.2.3.4.", "1.2.3.4"),
+        ("example.org", None),
+        ("1.example", None),
+        ("xn--bcher-kva.example", None),
+    ],
+)
+def test_ipv4_spellings_parse_like_inet_aton(host: str, expected: str | None) -> None:
+    parsed = parse_ipv4_literal(host)
+    assert (str(parsed) if parsed else None) == expected
+
+
+def test_blocked_category_names_the_range() -> None:
+    assert blocked_category(ipaddress.ip_address("127.0.0.1")) == "loopback"
+    assert blocked_category(ipaddress.ip_address("100.64.0.1")) == "shared (CGNAT)"
+    assert blocked_category(ipaddress.ip_address("169.254.169.254")) == "cloud metadata"
+    assert "loopback" in (blocked_category(ipaddress.ip_address("::ffff:127.0.0.1")) or "")
+    assert blocked_category(ipaddress.ip_address("8.8.8.8")) is None
+    assert blocked_category(ipaddress.ip_address("2606:4700:4700::1111")) is None
+
+
+async def test_a_name_resolving_to_loopback_is_blocked() -> None:
+    """``localhost`` resolves (without any network) to loopback: refused by address, not by name."""
+    policy = SsrfPolicy()
+    with pytest.raises(UrlRefused) as info:
+        await policy.vet("http://localhost:8080/")
+    assert info.value.reason == Reason.blocked_address.value
+
+
+@pytest.mark.parametrize("answer", [["10.1.2.3"], ["127.0.0.1"], ["::1"], ["fe80::1%eth0"], ["8.8.8.8", "192.168.0.5"]])
+async def test_a_name_resolving_to_private_space_is_blocked(answer: list[str]) -> None:
+    """Any private answer among the resolved addresses refuses the host."""
+
+    async def resolver(host: str, port: int) -> list[str]:
+        return answer
+
+    with pytest.raises(UrlRefused) as info:
+        await SsrfPolicy(resolver=resolver).vet("https://innocent-looking.example/page")
+    assert info.value.reason == Reason.blocked_address.value
+
+
+async def test_metadata_stays_blocked_even_when_private_hosts_are_allowed() -> None:
+    policy = SsrfPolicy(allow_private=True)
+    for url in ("http://169.254.169.254/", "http://[::ffff:169.254.169.254]/", "http://metadata.google.internal/"):
+        with pytest.raises(UrlRefused):
+            await policy.vet(url)
+    assert (await policy.vet("http://127.0.0.1:9/")).addresses == ("127.0.0.1",)
+    assert (await policy.vet("http://10.0.0.1/")).addresses == ("10.0.0.1",)
+
+
+async def test_allowed_hosts_open_only_the_named_host_and_port() -> None:
+    policy = SsrfPolicy(allowed_hosts=["127.0.0.1:8080", "intranet.test"])
+    assert (await policy.vet("http://127.0.0.1:8080/x")).addresses == ("127.0.0.1",)
+    assert (await policy.vet("http://2130706433:8080/x")).addresses == ("127.0.0.1",)
+    with pytest.raises(UrlRefused):
+        await policy.vet("http://127.0.0.1:8081/x")
+    with pytest.raises(UrlRefused):
+        await policy.vet("http://127.0.0.2:8080/x")
+
+
+# -- through the fetcher ---------------------------------------------------------------
+
+
+async def test_default_fetcher_refuses_loopback_fixture_server(pages: FixtureServer) -> None:
+    hits_before = pages.hits.get("/boiling", 0)
+    result = await DirectFetcher().fetch_all([pages.url("/boiling"), f"http://localhost:{pages.port}/boiling"])
+    for page in result.values():
+        assert page.reason == Reason.blocked_address.value
+        assessment = interpret(page)
+        assert (assessment.label, assessment.reason) == (Label.unreachable, Reason.blocked_address.value)
+    assert pages.hits.get("/boiling", 0) == hits_before  # nothing was sent
+
+
+async def test_fetcher_refuses_every_literal_spelling_without_connecting() -> None:
+    result = await DirectFetcher().fetch_all(BLOCKED_LITERALS + INVALID_URLS[:6])
+    for url in BLOCKED_LITERALS:
+        assert result[url].reason == Reason.blocked_address.value, url
+    for url in INVALID_URLS[:6]:
+        assert result[url].reason == Reason.invalid_url.value, url
+
+
+@pytest.fixture(scope="module")
+def redirecting() -> Iterator[FixtureServer]:
+    """An origin that redirects into private space (metadata, loopback via a name, another port)."""
+
+    def to_localhost(handler: BaseHTTPRequestHandler) -> None:
+        port = handler.server.server_address[1]
+        _redirect(handler, f"http://localhost:{port}/content")
+
+    def to_other_port(handler: BaseHTTPRequestHandler) -> None:
+        _redirect(handler, "http://127.0.0.1:9/content")
+
+    server = FixtureServer(
+        {
+            "/content": Route(body="<html><body><p>Private content that must not be fetched.</p></body></html>"),
+            "/to-metadata": Route(status=302, headers={"Location": "http://169.254.169.254/latest/meta-data/"}),
+            "/to-decimal-loopback": Route(status=301, headers={"Location": "http://2130706433/admin"}),
+            "/to-file": Route(status=302, headers={"Location": "file:///etc/passwd"}),
+            "/to-localhost": Route(handler=to_localhost),
+            "/to-other-port": Route(handler=to_other_port),
+            "/to-content": Route(status=302, headers={"Location": "/content"}),
+        }
+    ).start()
+    yield server
+    server.stop()
+
+
+def _redirect(handler: BaseHTTPRequestHandler, location: str) -> None:
+    handler.send_response(302)
+    handler.send_header("Location", location)
+    handler.send_header("Content-Length", "0")
+    handler.end_headers()
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/to-metadata", Reason.blocked_address),
+        ("/to-decimal-loopback", Reason.blocked_address),
+        ("/to-localhost", Reason.blocked_address),
+        ("/to-other-port", Reason.blocked_address),
+        ("/to-file", Reason.invalid_url),
+    ],
+)
+async def test_redirect_into_private_space_is_refused(redirecting: FixtureServer, path: str, reason: Reason) -> None:
+    """Only the origin (host:port) is opened; every redirect hop is checked again."""
+    fetcher = DirectFetcher(allowed_hosts=[f"127.0.0.1:{redirecting.port}"])
+    before = redirecting.hits.get("/content", 0)
+    page = (await fetcher.fetch_all([redirecting.url(path)]))[redirecting.url(path)]
+    assert page.reason == reason.value
+    assert page.redirects == [redirecting.url(path)]
+    assert interpret(page).label == Label.unreachable
+    assert redirecting.hits.get("/content", 0) == before
+
+
+async def test_redirect_within_the_allowed_origin_is_followed(redirecting: FixtureServer) -> None:
+    fetcher = DirectFetcher(allowed_hosts=[f"127.0.0.1:{redirecting.port}"])
+    page = (await fetcher.fetch_all([redirecting.url("/to-content")]))[redirecting.url("/to-content")]
+    assert page.reason is None
+    assert "Private content" in page.text
+    assert page.final_url == redirecting.url("/content")
+
+
+async def test_connects_to_the_vetted_address_without_a_second_lookup(pages: FixtureServer) -> None:
+    """DNS rebinding: the resolver answers loopback once, then an unroutable address. The fetch
+    succeeds only if the connection goes to the first (vetted) answer and DNS is asked once."""
+    calls: list[str] = []
+
+    async def rebinding(host: str, port: int) -> list[str]:
+        calls.append(host)
+        return ["127.0.0.1"] if len(calls) == 1 else ["10.255.255.1"]
+
+    fetcher = DirectFetcher(allowed_hosts=[f"rebind.test:{pages.port}"], resolver=rebinding, timeout=3)
+    url = f"http://rebind.test:{pages.port}/boiling"
+    page = (await fetcher.fetch_all([url]))[url]
+    assert page.reason is None, page.reason
+    assert "100 degrees Celsius" in page.text
+    assert calls == ["rebind.test"]
+
+
+async def test_a_resolver_answer_in_private_space_blocks_the_fetch() -> None:
+    async def private(host: str, port: int) -> list[str]:
+        return ["192.168.0.10"]
+
+    page = (await DirectFetcher(resolver=private).fetch_all(["http://evil.test/"]))["http://evil.test/"]
+    assert page.reason == Reason.blocked_address.value
+
+
+async def test_opt_in_through_settings_and_environment(pages: FixtureServer) -> None:
+    url = pages.url("/boiling")
+    default = DirectFetcher.from_settings(Settings.from_env({}))
+    assert (await default.fetch_all([url]))[url].reason == Reason.blocked_address.value
+    opted_in = DirectFetcher.from_settings(Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": "1"}))
+    page = (await opted_in.fetch_all([url]))[url]
+    assert page.reason is None and "100 degrees Celsius" in page.text
+    explicit = DirectFetcher(allow_private_hosts=True)
+    assert (await explicit.fetch_all([url]))[url].reason is None
+
+
+async def test_verifier_opt_in_reaches_the_fetcher(pages: FixtureServer) -> None:
+    from guardrail.verifier import Verifier
+    from tests.fakes import HashEmbedder, OverlapJudge
+
+    url = pages.url("/boiling")
+    claim = "Water boils at 100 degrees Celsius at sea level."
+    refused = await Verifier(judge=OverlapJudge(), embedder=HashEmbedder(), settings=Settings()).averify(claim, [url])
+    assert refused.citations[0].reason == Reason.blocked_address.value
+    allowed = await Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder()).averify(
+        claim, [url]
+    )
+    assert allowed.citations[0].label == Label.supported
