@@ -1,0 +1,144 @@
+"""An LLM judge over the Anthropic Messages API, answering through a forced tool call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import anthropic
+from pydantic import SecretStr
+
+from guardrail.judges.prompt import (
+    SYSTEM_PROMPT,
+    VERDICT_SCHEMA,
+    VERDICT_SCHEMA_NAME,
+    parse_verdict_data,
+    parse_verdict_text,
+    render_user_message,
+)
+from guardrail.judges.retry import RetryPolicy, TransientJudgeError, error_for_status, judge_all
+from guardrail.schema import JudgeRequest, JudgeVerdict
+from guardrail.settings import ConfigurationError, Settings
+
+DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
+
+VERDICT_TOOL: dict[str, Any] = {
+    "name": VERDICT_SCHEMA_NAME,
+    "description": "Record the verdict on whether the passages support the claim.",
+    "input_schema": VERDICT_SCHEMA,
+}
+"""The one tool the model must call; its input is the verdict."""
+
+
+class AnthropicJudge:
+    """Judges claims with a Claude model; the answer is the input of a forced tool call.
+
+    Forcing ``tool_choice`` to the verdict tool makes the model answer with JSON matching
+    :data:`guardrail.judges.prompt.VERDICT_SCHEMA`. No sampling parameters are sent: the current
+    API version (2026-10-21, SDK 2.x) rejects ``temperature``. Failures are retried under
+    ``retry`` (the SDK's own retries are off) and end as ``not_found``/``judge_error``.
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_ANTHROPIC_MODEL,
+        *,
+        api_key: str | SecretStr,
+        base_url: str | None = None,
+        name: str = "anthropic",
+        key_setting: str = "ANTHROPIC_API_KEY",
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 8,
+        max_tokens: int = 1024,
+    ) -> None:
+        secret = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
+        if not secret.get_secret_value().strip():
+            raise ConfigurationError(f"{key_setting} is empty")
+        if not model or not model.strip():
+            raise ConfigurationError("GUARDRAIL_JUDGE_MODEL is empty")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.name = name
+        self.model = model.strip()
+        self.base_url = base_url
+        self.key_setting = key_setting
+        self.retry = retry or RetryPolicy(attempt_timeout=timeout)
+        self.concurrency = concurrency
+        self.max_tokens = max_tokens
+        self._api_key = secret
+
+    def __repr__(self) -> str:
+        return f"AnthropicJudge(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r})"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AnthropicJudge:
+        """The judge from ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, GUARDRAIL_JUDGE_MODEL, GUARDRAIL_JUDGE_TIMEOUT.
+
+        Raises ConfigurationError naming ANTHROPIC_API_KEY when it is not set.
+        """
+        if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value().strip():
+            raise ConfigurationError("GUARDRAIL_JUDGE=anthropic needs ANTHROPIC_API_KEY, which is not set")
+        return cls(
+            settings.judge_model or DEFAULT_ANTHROPIC_MODEL,
+            api_key=settings.anthropic_api_key,
+            base_url=settings.anthropic_base_url,
+            timeout=settings.judge_timeout,
+        )
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        """One verdict per request, in order, at most ``concurrency`` calls in flight."""
+        if not requests:
+            return []
+        # A client per call: its connection pool is bound to the running event loop.
+        client = anthropic.AsyncAnthropic(
+            api_key=self._api_key.get_secret_value(),
+            base_url=self.base_url,
+            timeout=self.retry.attempt_timeout,
+            max_retries=0,  # the retry budget is ours (guardrail.judges.retry)
+        )
+        try:
+
+            async def attempt(request: JudgeRequest, timeout: float) -> JudgeVerdict:
+                return await self._attempt(client, request, timeout)
+
+            return await judge_all(
+                requests, attempt, policy=self.retry, concurrency=self.concurrency, judge_name=self.name
+            )
+        finally:
+            await client.close()
+
+    async def _attempt(self, client: anthropic.AsyncAnthropic, request: JudgeRequest, timeout: float) -> JudgeVerdict:
+        messages: Any = [{"role": "user", "content": render_user_message(request)}]
+        tools: Any = [VERDICT_TOOL]
+        tool_choice: Any = {"type": "tool", "name": VERDICT_SCHEMA_NAME}
+        try:
+            message = await client.messages.create(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                system=SYSTEM_PROMPT,
+                messages=messages,
+                tools=tools,
+                tool_choice=tool_choice,
+                timeout=timeout,
+            )
+        except anthropic.APITimeoutError:
+            raise TransientJudgeError("timeout") from None
+        except anthropic.APIConnectionError:
+            raise TransientJudgeError("connection_error") from None
+        except anthropic.APIStatusError as exc:
+            raise error_for_status(exc.status_code, exc.response.headers, self.key_setting) from None
+        except (anthropic.APIResponseValidationError, ValueError):
+            # A 200 whose body is not the documented JSON (a gateway page, truncated JSON).
+            raise TransientJudgeError("unreadable response") from None
+        if getattr(message, "stop_reason", None) == "refusal":
+            raise TransientJudgeError("the model refused")
+        blocks = getattr(message, "content", None) or []
+        for block in blocks:
+            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == (VERDICT_SCHEMA_NAME):
+                return parse_verdict_data(getattr(block, "input", None))
+        # A proxy or an older model may answer in text instead of calling the tool.
+        text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
+        if getattr(message, "stop_reason", None) == "max_tokens":
+            raise TransientJudgeError("answer cut off (stop_reason=max_tokens)")
+        return parse_verdict_text(text)
