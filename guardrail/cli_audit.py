@@ -1,0 +1,389 @@
+"""CLI faces of the stores: ``guardrail replay``, ``guardrail audit list|show|export``, and the
+page cache and audit store that ``guardrail verify`` uses.
+
+Defaults for the CLI (the library itself writes nothing unless given a store):
+
+* page cache **on**, at ``GUARDRAIL_CACHE`` or ``$XDG_CACHE_HOME/guardrail/pages.sqlite3``
+  (``~/.cache/guardrail/pages.sqlite3``), TTL ``GUARDRAIL_CACHE_TTL`` (24 h); only pages that
+  would come out the same again are kept (timeouts, 5xx and SSRF refusals never are);
+* audit store **on**, at ``GUARDRAIL_AUDIT_DB`` or ``$XDG_CACHE_HOME/guardrail/audit.sqlite3``,
+  so that the ids ``verify`` prints can be replayed.
+
+Both live in the user's own cache folder (created 0700, files 0600); ``--no-cache`` /
+``--no-audit`` or ``GUARDRAIL_CACHE=off`` / ``GUARDRAIL_AUDIT_DB=off`` turn them off.
+
+Page text is untrusted: it is always printed as plain text, never as rich markup.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from guardrail.fetch.base import Fetcher
+from guardrail.schema import Label
+from guardrail.settings import ConfigurationError, Settings
+from guardrail.store import (
+    AuditRecord,
+    AuditStore,
+    CachedFetcher,
+    ExportFormat,
+    PageCache,
+    Replay,
+    StoreError,
+    default_audit_path,
+    default_cache_path,
+    resolve_path,
+)
+
+if TYPE_CHECKING:
+    from guardrail.verifier import DecisionRecord, Recorder
+
+EXIT_BAD_INPUT = 2
+
+_out = Console()
+_err = Console(stderr=True)
+
+_LABEL_STYLE = {
+    Label.supported: "green",
+    Label.contradicted: "red",
+    Label.not_found: "yellow",
+    Label.unreachable: "magenta",
+}
+
+audit_app = typer.Typer(
+    name="audit",
+    help="Browse and export the audit store: one row per decided citation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        help="The audit store (default: GUARDRAIL_AUDIT_DB, else ~/.cache/guardrail/audit.sqlite3).",
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _bad_input(message: str) -> typer.Exit:
+    _err.print(Text.assemble(("error:", "red"), " ", message))
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _settings() -> Settings:
+    try:
+        return Settings.from_env()
+    except ConfigurationError as exc:
+        raise _bad_input(str(exc)) from None
+
+
+# -- stores for ``guardrail verify`` -----------------------------------------------------------
+
+
+@dataclass
+class CliStores:
+    """The page cache and audit store one CLI run uses, and the audit ids it recorded."""
+
+    cache: PageCache | None = None
+    audit: AuditStore | None = None
+    audit_ids: list[int] = field(default_factory=list)
+
+    def fetcher(self, settings: Settings) -> Fetcher | None:
+        """The settings' fetcher behind the cache; None (the verifier's default) without a cache."""
+        return CachedFetcher.from_settings(settings, self.cache) if self.cache is not None else None
+
+    def recorders(self) -> list[Recorder]:
+        """Verifier recorders: the audit store, remembering each row id for the closing hint."""
+        audit = self.audit
+        if audit is None:
+            return []
+
+        def record(decision: DecisionRecord) -> None:
+            self.audit_ids.append(audit.record(decision))
+
+        return [record]
+
+    def hint(self) -> None:
+        """Tell the user where the decisions went and how to replay them (on stderr)."""
+        if self.audit is None or not self.audit_ids:
+            return
+        ids = ", ".join(str(i) for i in self.audit_ids)
+        _err.print(
+            Text(f"audit: recorded as {ids} in {self.audit.path}; see `guardrail replay {self.audit_ids[0]}`"),
+            style="dim",
+        )
+
+    def close(self) -> None:
+        """Close both stores."""
+        for store in (self.cache, self.audit):
+            if store is not None:
+                store.close()
+
+
+def open_stores(settings: Settings, *, cache: bool, audit: bool) -> CliStores:
+    """The stores ``guardrail verify`` uses: on by default in the user cache folder, off with the
+    flags or ``GUARDRAIL_CACHE=off`` / ``GUARDRAIL_AUDIT_DB=off``.
+
+    An unusable cache is skipped with a warning (it only saves time); an unusable audit
+    store is an input error naming the file, since the user asked for a record.
+    """
+    stores = CliStores()
+    if cache:
+        path = resolve_path(settings.cache_path, default_cache_path())
+        if path is not None:
+            candidate = PageCache(path, ttl=settings.cache_ttl)
+            try:
+                len(candidate)  # opens the file and checks its schema now, not mid-run
+                stores.cache = candidate
+            except (StoreError, OSError) as exc:
+                _err.print(Text(f"warning: page cache not used: {exc}"), style="yellow")
+    if audit:
+        path = resolve_path(settings.audit_path, default_audit_path())
+        if path is not None:
+            store = AuditStore(path)
+            try:
+                store.count()
+            except (StoreError, OSError) as exc:
+                stores.close()
+                raise _bad_input(f"{exc} (pass --no-audit, or set GUARDRAIL_AUDIT_DB to another file)") from None
+            stores.audit = store
+    return stores
+
+
+# -- reading the audit store -------------------------------------------------------------------
+
+
+def _open_audit(db: Path | None) -> AuditStore:
+    """The existing audit store named by ``--db`` or the settings; never creates one."""
+    settings = _settings()
+    if db is not None:
+        path: Path | None = db.expanduser()
+    else:
+        path = resolve_path(settings.audit_path, default_audit_path())
+        if path is None:
+            raise _bad_input("the audit store is off (GUARDRAIL_AUDIT_DB=off); pass --db FILE")
+    assert path is not None
+    if not path.is_file():
+        raise _bad_input(f"no audit store at {path} (run `guardrail verify` first, or pass --db FILE)")
+    store = AuditStore(path)
+    try:
+        store.count()
+    except StoreError as exc:
+        raise _bad_input(str(exc)) from None
+    return store
+
+
+def _label(label: Label) -> Text:
+    return Text(label.value, style=_LABEL_STYLE[label])
+
+
+def _record_table(record: AuditRecord) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    url = (
+        record.url if not record.final_url or record.final_url == record.url else f"{record.url}\n→ {record.final_url}"
+    )
+    judge = record.judge or "(not judged)"
+    if record.judge and record.judge_model:
+        judge = f"{record.judge} ({record.judge_model})"
+    rows: list[tuple[str, Text | str]] = [
+        ("id", str(record.id)),
+        ("time", record.created_at.isoformat(timespec="seconds")),
+        ("claim", Text(record.claim)),
+        ("url", Text(url)),
+        ("label", _label(record.label)),
+        ("reason", Text(record.reason or "")),
+        ("confidence", f"{record.confidence:.2f}"),
+        ("evidence quote", Text(record.evidence_quote or "")),
+        ("judge", Text(judge)),
+        ("fetcher", Text(record.fetcher or "(given text, not fetched)")),
+        ("original status", "" if record.original_status is None else str(record.original_status)),
+        ("rid", Text(record.rid)),
+        ("content sha256", record.content_hash),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def _print_passages(passages: list[str]) -> None:
+    """Each passage verbatim (soft-wrapped: no line breaks added), under a rule naming it."""
+    if not passages:
+        _out.print(Text("No passages were shown to the judge (decided without judging).", style="dim"))
+        return
+    for n, passage in enumerate(passages, start=1):
+        _out.rule(Text(f"passage {n} of {len(passages)}"), align="left")
+        _out.print(Text(passage), soft_wrap=True)
+    _out.rule()
+
+
+def _render_replay(replay: Replay, *, show_page: bool) -> None:
+    if replay.record is not None:
+        _out.print(Panel(_record_table(replay.record), title=f"audit {replay.record.id}", title_align="left"))
+    elif replay.stored is not None:
+        _out.print(Text(f"rid {replay.stored.rid}: no audit row here; the stored page of {replay.stored.url}"))
+    if replay.note:
+        _err.print(Text(f"note: {replay.note}"), style="yellow")
+    if replay.record is not None:
+        _out.print(Text("What the judge saw:", style="bold"))
+        _print_passages(replay.passages)
+    if replay.text is None:
+        return
+    check = {True: "matches the recorded hash", False: "DIFFERS from the recorded hash", None: ""}[
+        replay.content_hash_ok
+    ]
+    where = "Crawlbase Storage API" if replay.text_source == "crawlbase_storage" else "local copy"
+    summary = f"page text ({where}, {len(replay.text)} characters){': ' + check if check else ''}"
+    if show_page or replay.record is None:
+        _out.rule(Text(summary), align="left")
+        _out.print(Text(replay.text), soft_wrap=True)
+        _out.rule()
+    else:
+        _out.print(Text(f"{summary}; --page prints it", style="dim"))
+
+
+def replay_command(
+    id_or_rid: Annotated[
+        str, typer.Argument(help="An audit row id, or a Crawlbase rid.", metavar="ID_OR_RID", show_default=False)
+    ],
+    db: DbOption = None,
+    page: Annotated[bool, typer.Option("--page", help="Also print the whole page text.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Show what the judge saw for a decision: claim, URL, verdict and the exact passages.
+
+    With a Crawlbase rid the page is read back through the Storage API (CRAWLBASE_TOKEN or
+    CRAWLBASE_JS_TOKEN), falling back to the local copy.
+    """
+    store = _open_audit(db)
+    try:
+        replays = store.replay(id_or_rid, settings=_settings())
+    except (LookupError, ValueError) as exc:
+        raise _bad_input(str(exc).strip("'\"")) from None
+    except StoreError as exc:
+        raise _bad_input(str(exc)) from None
+    finally:
+        store.close()
+    if as_json:
+        sys.stdout.write(json.dumps([r.model_dump(mode="json") for r in replays], indent=2) + "\n")
+        return
+    for replay in replays:
+        _render_replay(replay, show_page=page)
+
+
+@audit_app.command("list")
+def list_command(
+    label: Annotated[
+        str | None, typer.Option("--label", help="Only this label: supported, contradicted, not_found, unreachable.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only rows since an ISO date/time or an age (24h, 7d).")
+    ] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Only rows whose URL contains this text.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many rows, newest first.")] = 20,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List recorded decisions, newest first."""
+    store = _open_audit(db)
+    try:
+        records = store.list_records(label=label, since=since, url_contains=url, limit=limit)
+    except ValueError as exc:
+        raise _bad_input(str(exc)) from None
+    finally:
+        store.close()
+    if as_json:
+        sys.stdout.write(json.dumps([r.model_dump(mode="json") for r in records], indent=2) + "\n")
+        return
+    if not records:
+        _err.print("no matching audit rows")
+        return
+    table = Table(show_lines=True, expand=True)
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("time (UTC)", no_wrap=True)
+    table.add_column("label / reason", no_wrap=True)
+    table.add_column("conf.", justify="right", no_wrap=True)
+    table.add_column("claim / URL", overflow="fold", ratio=1)
+    for r in records:
+        verdict = _label(r.label)
+        if r.reason:
+            verdict.append("\n" + r.reason, style="dim")
+        table.add_row(
+            str(r.id),
+            r.created_at.strftime("%Y-%m-%d\n%H:%M:%S"),
+            verdict,
+            f"{r.confidence:.2f}",
+            Text.assemble(r.claim, "\n", (r.final_url or r.url, "dim")),
+        )
+    _out.print(table)
+
+
+@audit_app.command("show")
+def show_command(
+    record_id: Annotated[int, typer.Argument(help="The audit row id.", metavar="ID", show_default=False)],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one recorded decision and the passages its judge was shown."""
+    store = _open_audit(db)
+    try:
+        record = store.get(record_id)
+    except StoreError as exc:
+        raise _bad_input(str(exc)) from None
+    finally:
+        store.close()
+    if record is None:
+        raise _bad_input(f"no audit row with id {record_id} in {store.path}")
+    if as_json:
+        sys.stdout.write(record.model_dump_json(indent=2) + "\n")
+        return
+    _out.print(Panel(_record_table(record), title=f"audit {record.id}", title_align="left"))
+    _out.print(Text("What the judge saw:", style="bold"))
+    _print_passages(record.passages)
+
+
+@audit_app.command("export")
+def export_command(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.")] = "jsonl",
+    out_file: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.", dir_okay=False)
+    ] = None,
+    label: Annotated[str | None, typer.Option("--label", help="Only this label.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only rows since an ISO date/time or age.")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Only rows whose URL contains this text.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Export recorded decisions, oldest first, as JSON lines or CSV (passages included)."""
+    if fmt.strip().lower() not in ("jsonl", "csv"):
+        raise _bad_input(f"--format must be jsonl or csv (got {fmt!r})")
+    kind = cast(ExportFormat, fmt.strip().lower())
+    store = _open_audit(db)
+    try:
+        if out_file is None:
+            count = store.export(sys.stdout, kind, label=label, since=since, url_contains=url)
+        else:
+            out_file.parent.mkdir(parents=True, exist_ok=True)
+            with out_file.open("w", encoding="utf-8", newline="") as fh:
+                count = store.export(fh, kind, label=label, since=since, url_contains=url)
+    except ValueError as exc:
+        raise _bad_input(str(exc)) from None
+    finally:
+        store.close()
+    where = str(out_file) if out_file is not None else "stdout"
+    _err.print(Text(f"exported {count} rows to {where}"), style="dim")

@@ -1,0 +1,50 @@
+"""SQLite stores shared by the CLI, batch runs and the service.
+
+* :class:`PageCache` + :class:`CachedFetcher`: fetched pages kept for a TTL (default 24 h),
+  keyed by URL and the fetch options that change them.
+* :class:`AuditStore`: one row per decided citation, with the exact text the judge saw,
+  and replay (Crawlbase Storage API for pages with a rid, the local copy otherwise).
+
+Locations: ``GUARDRAIL_CACHE`` and ``GUARDRAIL_AUDIT_DB`` (``off`` turns a store off). The
+library uses a store only when it is given one (or the variable is set and the caller
+asks ``from_settings``); the CLI defaults to :func:`default_cache_path` and
+:func:`default_audit_path` in the user cache folder (``$XDG_CACHE_HOME/guardrail``).
+"""
+
+from __future__ import annotations
+
+from guardrail.store._sqlite import StoreError
+from guardrail.store.audit import AuditRecord, AuditStore, ExportFormat, Replay, content_hash, parse_since
+from guardrail.store.cache import (
+    CacheClass,
+    CachedFetcher,
+    CacheStats,
+    FetchOptions,
+    PageCache,
+    cache_class,
+    cache_key,
+    fetch_options,
+)
+from guardrail.store.paths import default_audit_path, default_cache_path, resolve_path, user_cache_dir
+
+__all__ = [
+    "AuditRecord",
+    "AuditStore",
+    "CacheClass",
+    "CacheStats",
+    "CachedFetcher",
+    "ExportFormat",
+    "FetchOptions",
+    "PageCache",
+    "Replay",
+    "StoreError",
+    "cache_class",
+    "cache_key",
+    "content_hash",
+    "default_audit_path",
+    "default_cache_path",
+    "fetch_options",
+    "parse_since",
+    "resolve_path",
+    "user_cache_dir",
+]
