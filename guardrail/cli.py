@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sys
+from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from guardrail.cli_audit import audit_app, open_stores, replay_command
 from guardrail.schema import ClaimReport, Label
 from guardrail.settings import ConfigurationError, Settings
 
@@ -69,7 +75,7 @@ def _label_text(label: Label) -> str:
 
 def render_claim_report(report: ClaimReport, console: Console) -> None:
     """A readable table: one row per citation with its evidence quote, then the overall label."""
-    table = Table(title=report.claim, title_justify="left", show_lines=True, expand=True)
+    table = Table(title=escape(report.claim), title_justify="left", show_lines=True, expand=True)
     table.add_column("URL", overflow="fold", ratio=3)
     table.add_column("label", no_wrap=True)
     table.add_column("reason", overflow="fold")
@@ -77,7 +83,10 @@ def render_claim_report(report: ClaimReport, console: Console) -> None:
     table.add_column("evidence quote", overflow="fold", ratio=4)
     for c in report.citations:
         url = c.url if not c.final_url or c.final_url == c.url else f"{c.url}\n→ {c.final_url}"
-        table.add_row(url, _label_text(c.label), c.reason or "", f"{c.confidence:.2f}", c.evidence_quote or "")
+        # Page text and URLs are data: escape them so "[bold]" in a quote is not rich markup.
+        table.add_row(
+            escape(url), _label_text(c.label), c.reason or "", f"{c.confidence:.2f}", escape(c.evidence_quote or "")
+        )
     console.print(table)
     console.print(f"overall: {_label_text(report.overall)}")
 
@@ -88,6 +97,22 @@ def verify(
     claim: Annotated[str, typer.Option("--claim", "-c", help="The claim to check.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     allow_private_hosts: AllowPrivate = False,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache/--no-cache",
+            help="Reuse pages fetched within GUARDRAIL_CACHE_TTL (24 h) from the page cache at "
+            "GUARDRAIL_CACHE (default ~/.cache/guardrail/pages.sqlite3; 'off' disables).",
+        ),
+    ] = True,
+    audit: Annotated[
+        bool,
+        typer.Option(
+            "--audit/--no-audit",
+            help="Record each decision and what the judge saw in the audit store at GUARDRAIL_AUDIT_DB "
+            "(default ~/.cache/guardrail/audit.sqlite3; 'off' disables); see `guardrail replay`.",
+        ),
+    ] = True,
 ) -> None:
     """Verify one claim against the URLs it cites (exit 0 whatever the verdict, 2 on bad input)."""
     from guardrail.verifier import Verifier
@@ -97,8 +122,9 @@ def verify(
     if not urls:
         raise bad_input("give at least one URL")
     settings = load_settings(allow_private_hosts)
+    stores = open_stores(settings, cache=cache, audit=audit)
     try:
-        verifier = Verifier(settings=settings)
+        verifier = Verifier(settings=settings, fetcher=stores.fetcher(settings), recorders=stores.recorders())
         if verifier.judge is None:
             err.print(
                 "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
@@ -107,10 +133,151 @@ def verify(
         report = verifier.verify(claim, urls)
     except (ConfigurationError, ValueError) as exc:
         raise bad_input(str(exc)) from None
+    finally:
+        stores.close()
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
         render_claim_report(report, out)
+        stores.hint()
+
+
+EXIT_BLOCKED = 1
+
+
+class PolicyChoice(Enum):
+    """``guardrail check --policy``: the presets of :data:`guardrail.policy.POLICY_PRESETS`
+    (a plain Enum: a ``str`` one's ``strip`` member would shadow ``str.strip``)."""
+
+    annotate = "annotate"
+    default = "default"
+    strip = "strip"
+    block = "block"
+    strict = "strict"
+
+
+class CheckFormat(str, Enum):
+    """``guardrail check --format``."""
+
+    markdown = "markdown"
+    html = "html"
+    json = "json"
+
+
+def load_sources_file(path: Path) -> list[object]:
+    """Sources for ``check --sources``: a JSON list (of URLs or ``{"url", "text"}`` objects), or a
+    text file with one URL per line (blank lines and ``#`` comments skipped); errors exit 2."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise bad_input(f"cannot read sources file {path}: {exc}") from None
+    if raw.lstrip().startswith(("[", "{")):
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise bad_input(f"{path}: invalid JSON: {exc}") from None
+        if not isinstance(data, list):
+            raise bad_input(f"{path}: the JSON must be a list of URLs or {{url, text}} objects")
+        return list(data)
+    sources: list[object] = []
+    for n, line in enumerate(raw.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not re.match(r"^https?://\S+$", line, re.I):
+            raise bad_input(f"{path}:{n}: not an http(s) URL: {line[:80]!r}")
+        sources.append(line)
+    return sources
+
+
+@app.command()
+def check(
+    answer_file: Annotated[
+        str, typer.Argument(metavar="ANSWER_FILE|-", help="The answer to guard (markdown), or - for stdin.")
+    ],
+    sources_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--sources",
+            help="Sources the answer's \\[n] markers refer to: a JSON list of URLs or {url, text} objects, "
+            "or a text file with one URL per line.",
+            show_default=False,
+        ),
+    ] = None,
+    policy: Annotated[
+        PolicyChoice,
+        typer.Option(
+            "--policy",
+            help="annotate: a badge on every citation; default: flag doubtful citations, replace dead "
+            "links with a badge; strip: remove every citation that is not supported; block: withhold the "
+            "answer unless every citation is supported; strict: default, but withhold on a contradiction.",
+            case_sensitive=False,
+        ),
+    ] = PolicyChoice.annotate,
+    fmt: Annotated[
+        CheckFormat,
+        typer.Option(
+            "--format",
+            help="markdown or html badges in the guarded answer; json: the guarded answer, the actions "
+            "and the full report as JSON.",
+            case_sensitive=False,
+        ),
+    ] = CheckFormat.markdown,
+    allow_private_hosts: AllowPrivate = False,
+    cache: Annotated[
+        bool, typer.Option("--cache/--no-cache", help="Use the page cache, as for `guardrail verify`.")
+    ] = True,
+    audit: Annotated[
+        bool, typer.Option("--audit/--no-audit", help="Record decisions in the audit store, as for `verify`.")
+    ] = True,
+) -> None:
+    """Guard a whole answer: verify every citation in it and print it with the policy applied.
+
+    Exit 0 when the guarded answer is printed, 1 when the policy blocked it (still printed), 2 on bad input.
+    """
+    from guardrail.policy import GuardedAnswer, Policy, apply_policy
+    from guardrail.verifier import Verifier
+
+    if answer_file == "-":
+        answer = sys.stdin.read()
+    else:
+        try:
+            answer = Path(answer_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise bad_input(f"cannot read answer file {answer_file}: {exc}") from None
+    if not answer.strip():
+        raise bad_input("the answer is empty")
+    sources = load_sources_file(sources_file) if sources_file is not None else None
+    settings = load_settings(allow_private_hosts)
+    stores = open_stores(settings, cache=cache, audit=audit)
+    try:
+        verifier = Verifier(settings=settings, fetcher=stores.fetcher(settings), recorders=stores.recorders())
+        if verifier.judge is None:
+            err.print(
+                "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
+                "embedded model); pages are fetched but nothing can be judged."
+            )
+        report = verifier.verify_answer(answer, sources)
+    except (ConfigurationError, ValueError, TypeError) as exc:
+        raise bad_input(str(exc)) from None
+    finally:
+        stores.close()
+    guarded: GuardedAnswer = apply_policy(
+        report, Policy.preset(policy.value), "html" if fmt == CheckFormat.html else "markdown"
+    )
+    if fmt == CheckFormat.json:
+        sys.stdout.write(guarded.model_dump_json(indent=2) + "\n")
+    else:
+        sys.stdout.write(guarded.text if guarded.text.endswith("\n") else guarded.text + "\n")
+        counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "no citations"
+        err.print(f"overall: {_label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
+        stores.hint()
+    if guarded.blocked:
+        raise typer.Exit(EXIT_BLOCKED)
+
+
+app.command("replay")(replay_command)
+app.add_typer(audit_app, name="audit")
 
 
 def main() -> None:

@@ -177,6 +177,19 @@ class CitationRef(BaseModel):
     url: str | None = Field(default=None, description="The URL it resolves to, if any.")
     source_index: int | None = Field(default=None, description="Index into the sources list, if any.")
     source_text: str | None = Field(default=None, description="Text of a source with no URL (a fact).")
+    ref: str | None = Field(
+        default=None, description="The reference label the citation names, e.g. '1' for '[1]' or '[1, 3]'."
+    )
+    link_text: str | None = Field(
+        default=None,
+        description="Visible text of a markdown link, kept when the link is stripped; None when the "
+        "link text is itself a marker or a URL.",
+    )
+    inherited: bool = Field(
+        default=False,
+        description="True when the citation sits at the end of the paragraph and covers this "
+        "sentence, which has no citation of its own.",
+    )
 
 
 class AnswerClaim(BaseModel):
@@ -186,9 +199,31 @@ class AnswerClaim(BaseModel):
     start: int = Field(description="UTF-8 byte offset of the sentence in the answer.")
     end: int = Field(description="UTF-8 byte offset just past the sentence.")
     grounding_check_required: bool = True
+    plain_text: str = Field(
+        default="", description="The sentence as checked: markup, markers and URLs removed, link text kept."
+    )
     citations: list[CitationRef] = Field(default_factory=list)
     verdicts: list[UrlVerdict] = Field(default_factory=list)
     overall: Label | None = Field(default=None, description="None when the claim cites nothing.")
+
+
+class Reference(BaseModel):
+    """One entry of the answer's reference list (``[1]: url``, ``[1] Title - url``, ``1. url``...)."""
+
+    label: str | None = Field(description="The number or footnote label, e.g. '1'; None for an unnumbered entry.")
+    url: str | None = Field(default=None, description="The URL the entry names; None when it names none.")
+    title: str | None = None
+    start: int = Field(description="UTF-8 byte offset of the entry in the answer.")
+    end: int = Field(description="UTF-8 byte offset just past the entry (its line break included).")
+
+
+class SourceInfo(BaseModel):
+    """How one item of the ``sources`` passed in was understood."""
+
+    index: int
+    kind: Literal["url", "text"] = Field(description="'url': fetched; 'text': checked as a fact, not fetched.")
+    url: str | None = None
+    title: str | None = None
 
 
 class AnswerReport(BaseModel):
@@ -198,3 +233,9 @@ class AnswerReport(BaseModel):
     claims: list[AnswerClaim] = Field(default_factory=list)
     overall: Label = Label.not_found
     label_counts: dict[str, int] = Field(default_factory=dict)
+    references: list[Reference] = Field(default_factory=list)
+    references_start: int | None = Field(
+        default=None, description="UTF-8 byte offset of the trailing reference section (heading included)."
+    )
+    references_end: int | None = Field(default=None, description="UTF-8 byte offset just past that section.")
+    sources: list[SourceInfo] = Field(default_factory=list, description="The sources passed in, as understood.")

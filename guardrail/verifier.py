@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from guardrail.aggregate import aggregate
+from guardrail.extract import extract_claims
 from guardrail.fetch.base import Fetcher
 from guardrail.fetch.interpret import interpret
 from guardrail.guard import apply_quote_guard
@@ -20,6 +21,9 @@ from guardrail.judges.base import Judge
 from guardrail.passages import split_passages
 from guardrail.retrieval import Embedder, MiniLMEmbedder, top_k
 from guardrail.schema import (
+    AnswerClaim,
+    AnswerReport,
+    CitationRef,
     ClaimReport,
     FetchedPage,
     JudgeRequest,
@@ -28,7 +32,7 @@ from guardrail.schema import (
     Reason,
     UrlVerdict,
 )
-from guardrail.settings import Settings
+from guardrail.settings import ConfigurationError, Settings
 
 log = logging.getLogger("guardrail")
 
@@ -184,6 +188,88 @@ class Verifier:
         """Synchronous :meth:`averify_many`."""
         return run_sync(lambda: self.averify_many(tasks))
 
+    async def averify_answer(
+        self,
+        answer: str,
+        sources: Sequence[object] | None = None,
+        *,
+        memo: PageMemo | None = None,
+        url_key: str | None = None,
+        cite_unmarked: bool | None = None,
+    ) -> AnswerReport:
+        """Verify a whole answer: extract its claims and citations (:func:`guardrail.extract.extract_claims`),
+        fetch every unique URL once, judge all claims together, and report.
+
+        Each checked claim gets one verdict per citation, in order (an unresolvable marker gets
+        ``not_found`` / ``unresolved_citation``) and ``overall`` from :func:`aggregate`; claims that
+        cite nothing or assert nothing keep ``overall=None``. ``sources`` resolve ``[n]`` markers
+        and back answers without markers; a source with only text is checked as a :class:`Fact`.
+        Pass a ``memo`` to share fetches across calls (a streaming guard verifying chunk by chunk).
+        Bad ``sources`` raise ``TypeError``/``ValueError`` naming the index.
+        """
+        extracted = extract_claims(answer, sources, url_key=url_key, cite_unmarked=cite_unmarked)
+        tasks: list[ClaimTask] = []
+        task_of: dict[int, int] = {}
+        for i, claim in enumerate(extracted.claims):
+            if not claim.grounding_check_required:
+                continue
+            evidence = [ev for ev in map(_citation_evidence, claim.citations) if ev is not None]
+            if evidence:
+                task_of[i] = len(tasks)
+                tasks.append(ClaimTask(claim=claim.plain_text or claim.text, evidence=evidence))
+        reports = await self.averify_many(tasks, memo=memo) if tasks else []
+
+        claims: list[AnswerClaim] = []
+        counts: dict[str, int] = {}
+        for i, claim in enumerate(extracted.claims):
+            if not claim.grounding_check_required or not claim.citations:
+                claims.append(claim)
+                continue
+            by_evidence: dict[Evidence, UrlVerdict] = {}
+            if i in task_of:
+                unique = list(dict.fromkeys(tasks[task_of[i]].evidence))
+                by_evidence = dict(zip(unique, reports[task_of[i]].citations, strict=True))
+            verdicts: list[UrlVerdict] = []
+            for ref in claim.citations:
+                ev = _citation_evidence(ref)
+                if ev is None:
+                    verdict = UrlVerdict(
+                        url=ref.marker or (ref.ref or ""),
+                        label=Label.not_found,
+                        reason=Reason.unresolved_citation.value,
+                    )
+                else:
+                    verdict = by_evidence[ev]
+                verdicts.append(verdict)
+                counts[verdict.label.value] = counts.get(verdict.label.value, 0) + 1
+            claims.append(
+                claim.model_copy(update={"verdicts": verdicts, "overall": aggregate(v.label for v in verdicts)})
+            )
+        return AnswerReport(
+            answer=answer,
+            claims=claims,
+            overall=aggregate(c.overall for c in claims if c.overall is not None),
+            label_counts=counts,
+            references=extracted.references,
+            references_start=extracted.references_start,
+            references_end=extracted.references_end,
+            sources=extracted.sources,
+        )
+
+    def verify_answer(
+        self,
+        answer: str,
+        sources: Sequence[object] | None = None,
+        *,
+        memo: PageMemo | None = None,
+        url_key: str | None = None,
+        cite_unmarked: bool | None = None,
+    ) -> AnswerReport:
+        """Synchronous :meth:`averify_answer`."""
+        return run_sync(
+            lambda: self.averify_answer(answer, sources, memo=memo, url_key=url_key, cite_unmarked=cite_unmarked)
+        )
+
     # -- stages --------------------------------------------------------------
 
     @staticmethod
@@ -209,6 +295,11 @@ class Verifier:
             fetched: dict[str, FetchedPage] = {}
             try:
                 fetched = await self.fetcher.fetch_all(missing)
+            except ConfigurationError:
+                # A bad token or account fails every page alike: say so instead of N fetch_errors.
+                for u in missing:
+                    memo.tasks.pop(u).cancel()
+                raise
             except Exception:
                 # A fetcher must not raise for one page; if it does anyway, every URL of the
                 # call becomes a fetch_error rather than an exception out of verify.
@@ -389,6 +480,15 @@ class Verifier:
                 recorder(record)
             except Exception:
                 log.exception("audit recorder failed")
+
+
+def _citation_evidence(ref: CitationRef) -> Evidence | None:
+    """What a citation points to: a URL to fetch, a source's text as a Fact, or None (unresolved)."""
+    if ref.url:
+        return ref.url.strip()
+    if ref.source_text is not None and ref.source_text.strip():
+        return Fact(text=ref.source_text, source=f"fact:{ref.source_index}")
+    return None
 
 
 def _page_verdict(page: FetchedPage, label: Label, reason: str) -> UrlVerdict:

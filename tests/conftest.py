@@ -21,6 +21,11 @@ for _var in (
     "OPENAI_BASE_URL",
 ):
     os.environ.pop(_var, None)
+# The CLI keeps a page cache and an audit store in the user cache folder by default: tests
+# must neither write to the developer's nor share cached pages between tests. A test that
+# wants a store points GUARDRAIL_CACHE / GUARDRAIL_AUDIT_DB at its own tmp_path.
+os.environ["GUARDRAIL_CACHE"] = "off"
+os.environ["GUARDRAIL_AUDIT_DB"] = "off"
 
 from tests.fixtures.pages import default_routes  # noqa: E402
 from tests.fixtures.server import FixtureServer  # noqa: E402

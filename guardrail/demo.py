@@ -1,0 +1,189 @@
+"""Offline demo: a loopback site with a few real-looking pages and an answer that cites them.
+
+Used by ``guardrail demo``, the examples and the benchmarks, so that each runs on a fresh
+machine with no network: the pages are served on 127.0.0.1 and only that origin is
+allowed through the SSRF guard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+Handler = Callable[[BaseHTTPRequestHandler], None]
+
+
+@dataclass
+class Route:
+    status: int = 200
+    body: bytes | str = b""
+    content_type: str = "text/html; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    handler: Handler | None = None
+
+
+class LoopbackSite:
+    """Serves ``routes`` on an ephemeral loopback port; ``url(path)`` builds absolute URLs.
+
+    Unknown paths answer 404; ``hits`` counts requests per path (thread-safe).
+    """
+
+    def __init__(self, routes: dict[str, Route] | None = None, host: str = "127.0.0.1") -> None:
+        self.routes: dict[str, Route] = dict(routes or {})
+        self.hits: dict[str, int] = {}
+        self._lock = threading.Lock()
+        server = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:  # quiet test output
+                return
+
+            def do_HEAD(self) -> None:
+                self.do_GET()
+
+            def do_GET(self) -> None:
+                path = urlsplit(self.path).path
+                with server._lock:
+                    server.hits[path] = server.hits.get(path, 0) + 1
+                route = server.routes.get(path)
+                if route is None:
+                    route = Route(status=404, body="<html><body><h1>Not Found</h1></body></html>")
+                if route.delay:
+                    time.sleep(route.delay)
+                if route.handler is not None:
+                    route.handler(self)
+                    return
+                body = route.body.encode() if isinstance(route.body, str) else route.body
+                self.send_response(route.status)
+                self.send_header("Content-Type", route.content_type)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in route.headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                if self.command != "HEAD":
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                        self.wfile.write(body)
+
+        self._httpd = ThreadingHTTPServer((host, 0), _Handler)
+        self._httpd.daemon_threads = True
+        self.host = host
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def start(self) -> LoopbackSite:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> LoopbackSite:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- the demo pages -----------------------------------------------------------------
+
+NAV = """<nav><ul><li><a href="/">Home</a></li><li><a href="/science">Science</a></li>
+<li><a href="/about">About us</a></li><li><a href="/contact">Contact</a></li></ul></nav>"""
+FOOTER = """<footer><p>Copyright 2024 Example Science Weekly. All rights reserved.</p>
+<p><a href="/privacy">Privacy policy</a> | <a href="/terms">Terms of use</a></p></footer>
+<div class="cookie-banner">We use cookies to improve your experience. Accept all cookies?</div>"""
+
+
+def article(title: str, paragraphs: list[str]) -> str:
+    """A full HTML article page with navigation, footer and cookie banner around the content."""
+    body = "\n".join(f"<p>{p}</p>" for p in paragraphs)
+    return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>
+<body>{NAV}<main><article><h1>{title}</h1>
+{body}
+</article></main>{FOOTER}</body></html>"""
+
+
+BOILING = article(
+    "The boiling point of water",
+    [
+        "Water is one of the most studied substances in chemistry, and its phase changes are "
+        "taught in every introductory course around the world.",
+        "At standard atmospheric pressure, which is the pressure at sea level, pure water boils "
+        "at 100 degrees Celsius (212 degrees Fahrenheit).",
+        "At higher altitudes the air pressure is lower, so water boils at a lower temperature. "
+        "In Denver, about 1,600 metres above sea level, water boils at roughly 95 degrees Celsius.",
+        "Dissolved salts raise the boiling point slightly, an effect known as boiling point "
+        "elevation, which is why salted pasta water boils a fraction of a degree hotter.",
+        "Pressure cookers exploit the opposite effect: by raising the pressure inside the pot, "
+        "they let water reach about 120 degrees Celsius before it boils, cooking food faster.",
+    ],
+)
+
+OLD_REPORT = article(
+    "An old report on water",
+    [
+        "This historical report summarises early measurements of the properties of water made "
+        "by amateur experimenters in the nineteenth century, many of which were later corrected.",
+        "According to the report, water boils at 50 degrees Celsius at sea level, a figure that "
+        "the author attributed to careful measurements with a mercury thermometer.",
+        "The author also claimed that ice melts at 10 degrees Celsius, and that sea water freezes "
+        "at the same temperature as fresh water, neither of which is accepted today.",
+        "Modern readers should treat these figures with caution: instruments of the period were "
+        "poorly calibrated and the experiments were rarely repeated by independent observers.",
+    ],
+)
+
+TITANIC = article(
+    "Titanic (1997 film)",
+    [
+        "Titanic is a 1997 American epic romance and disaster film directed, written, produced, "
+        "and co-edited by James Cameron.",
+        "Incorporating both historical and fictionalized aspects, it is based on accounts of the "
+        "sinking of RMS Titanic in 1912.",
+        "Kate Winslet and Leonardo DiCaprio star as members of different social classes who fall "
+        "in love during the ship's maiden voyage.",
+        "The film was released on December 19, 1997, and grossed over $1.84 billion worldwide "
+        "during its initial theatrical run, becoming the highest-grossing film at that time.",
+    ],
+)
+
+
+DEMO_ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. At the altitude of Denver it boils \
+at about 95 degrees Celsius [1]. Some older sources even claim that water boils at 50 degrees Celsius \
+at sea level [2].
+
+*Titanic* (1997) was directed by [James Cameron]({base}/titanic) and starred Brad Pitt and Kate \
+Winslet ({base}/titanic). Its original cut is described in detail at {base}/titanic-directors-cut.
+
+[1]: {base}/boiling
+[2]: {base}/old-report
+"""
+
+
+def demo_routes() -> dict[str, Route]:
+    """The pages the demo answer cites (the director's-cut page is deliberately missing: a dead link)."""
+    return {
+        "/boiling": Route(body=BOILING),
+        "/old-report": Route(body=OLD_REPORT),
+        "/titanic": Route(body=TITANIC),
+    }
+
+
+def demo_answer(site: LoopbackSite) -> str:
+    """The demo answer with its citations pointing at ``site``."""
+    return DEMO_ANSWER.format(base=site.base)
