@@ -1101,8 +1101,10 @@ def stream_cut(
     guarded chunks concatenate to the guarded answer. A claim is final when the next claim has
     begun (its sentence boundary is confirmed), every marker in it resolves against ``sources``
     (without sources, numbered markers wait for the reference list at the end, so such answers are
-    held until the stream ends), and - if it has no citation of its own - its paragraph has ended
-    (a marker at the paragraph's end may still cover it). A line that could start a trailing
+    held until the stream ends; a chunk is verified without the answer's reference definitions, so
+    a label is never resolved through them early), and - if it has no citation of its own - its
+    paragraph has ended and the rest of the paragraph is final too (a marker at the paragraph's end
+    may still cover it). A line that could start a trailing
     reference section, and anything after an unclosed code fence, is never final. Cuts fall at the
     start of the next claim's line when it begins one, so markdown prefixes (``- ``, ``## ``) stay
     with their claim. When the stream ends, the rest is the last chunk. Pass the same explicit
@@ -1127,16 +1129,27 @@ def stream_cut(
         if _REF_HEADING.match(last_line) or _ENTRY_LABELLED.match(last_line) or _DEF.match(last_line):
             limit = min(limit, s)
     cut = 0
+    # The cut before the first uncited claim of the current block: a chunk must not end inside
+    # a block after such a claim, or the marker that ends the block could not cover it.
+    block_start_cut: int | None = None
     for k, claim in enumerate(claims[:-1]):
+        if k > 0 and block_of[k] != block_of[k - 1]:
+            block_start_cut = None
         end, next_start = char_of[claim.end], char_of[claims[k + 1].start]
-        if next_start > limit:
-            break
         own = [c for c in claim.citations if not c.inherited]
-        if not srcs and any(c.url is None and c.source_text is None for c in own):
-            break
         paragraph_ended = block_of[-1] != block_of[k]  # some later claim is in another block
-        if not own and claim.grounding_check_required and not paragraph_ended:
+        if (
+            next_start > limit
+            # A chunk is verified alone, without the answer's reference definitions: a label
+            # must resolve against the sources, else it waits for the end of the stream.
+            or any(c.ref is not None and not (c.ref.isdigit() and 1 <= int(c.ref) <= len(srcs)) for c in own)
+            or (not own and claim.grounding_check_required and not paragraph_ended)
+        ):
+            if block_start_cut is not None:
+                cut = block_start_cut
             break
+        if not own and claim.grounding_check_required and block_start_cut is None:
+            block_start_cut = cut
         nl = text.rfind("\n", end, next_start)
         cut = nl + 1 if nl >= 0 else next_start
     return cut

@@ -1,0 +1,415 @@
+"""What CitationGuard adds to a LangChain chain: latency per answer and time to the first sentence.
+
+The same fake chain runs with and without the guard at its end,
+
+    base   = FakeListChatModel | StrOutputParser()
+    guard  = FakeListChatModel | StrOutputParser() | CitationGuard(verifier=verifier)
+
+over answers of 1, 5 and 20 cited sentences (each cites one of ten ~1,000-word article pages
+served on 127.0.0.1: six passages each, so retrieval picks the top 3). Pages are warm: the
+verifier's fetcher is a CachedFetcher over a SQLite page cache filled by a warm-up pass (as a
+service with GUARDRAIL_CACHE runs), so no page is downloaded while measuring; every stage after
+the fetch (extract, passages, MiniLM retrieval, judge, policy) runs for real on every answer.
+Models are loaded before measuring.
+
+Printed and written to bench/results/guard_overhead.json:
+
+* invoke: p50/p95 latency of the chain with and without the guard, and of the added latency
+  (paired runs, guarded minus plain), with the share spent in the judge and the embedder;
+* astream: time to the first streamed sentence with and without the guard, and their ratio, with
+  the model writing at ``--chars-per-second`` (default 250, about 60 tokens/s);
+* the same invoke figures with no judge at all ("plumbing": everything but the judge).
+
+Judge: the embedded local judge when its weights are installed (or ``--judge-model DIR``). When
+they are not, the local judge's code runs with a *stand-in* model of the same architecture and
+size (all-MiniLM-L6-v2 with an untrained 3-label head, built in a temporary folder): its latency
+is what the shipped judge costs, its verdicts mean nothing. The JSON says which judge ran.
+
+Usage: python bench/guard_overhead.py [--runs 15] [--stream-runs 5] [--chars-per-second 250]
+       [--judge-model DIR] [--no-stand-in]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.output_parsers import StrOutputParser
+
+from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier
+from guardrail.demo import LoopbackSite, Route, article
+from guardrail.fetch.direct import DirectFetcher
+from guardrail.judges.local import LocalJudge
+from guardrail.retrieval import MiniLMEmbedder, offline_minilm_path
+from guardrail.store.cache import CachedFetcher, PageCache
+from guardrail_langchain import CitationGuard
+
+SIZES = (1, 5, 20)
+TARGET_MS = 100.0
+RESULTS = Path(__file__).resolve().parent / "results" / "guard_overhead.json"
+
+RIVERS = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ivy", "Juniper"]
+RANGES = ["Grey Mountains", "Iron Hills", "Blue Ridge", "Stone Peaks", "Misty Range"]
+SEAS = ["Northern Sea", "Bay of Orm", "Western Ocean", "Gulf of Tarn", "Lake Vessa"]
+
+
+def river_page(i: int) -> tuple[str, list[str]]:
+    """A ~1,000-word article about a fictional river, and two claims it supports."""
+    name = f"{RIVERS[i % len(RIVERS)]} River"
+    length = 180 + 37 * i
+    source, mouth = RANGES[i % len(RANGES)], SEAS[i % len(SEAS)]
+    towns = [f"{RIVERS[(i + k) % len(RIVERS)]}ford" for k in (1, 2, 3)]
+    facts = [
+        f"The {name} is a river in the northern provinces, about {length} kilometres long from its "
+        f"source in the {source} to its mouth in the {mouth}.",
+        f"Its basin covers some {length * 31} square kilometres and is home to roughly "
+        f"{length * 2_100:,} people, most of them in the towns of {', '.join(towns)}.",
+    ]
+    filler = [
+        f"The valley of the {name} has been farmed since the Bronze Age, and traces of early "
+        "field systems can still be seen on the terraces above the flood plain. Later settlers "
+        "built water mills along the faster stretches, several of which were converted to small "
+        "hydroelectric stations in the twentieth century and still supply the nearby villages.",
+        "Spring floods are common when the snow melts in the mountains, and the river can rise by "
+        "several metres in a few days. Embankments were raised along the lower course after a "
+        "severe flood, and a network of gauging stations now gives the towns downstream a warning "
+        "of a day or more before the water reaches them.",
+        "The river supports a rich community of fish, including trout in the upper reaches and "
+        "bream and pike in the slower water near the mouth. Otters returned to the banks in the "
+        "last few decades after the worst sources of pollution were closed, and herons nest in the "
+        "willow woods of the delta.",
+        "Navigation was once important: flat-bottomed barges carried timber, grain and stone down "
+        "to the coast until the railway arrived. Today the river is used mostly for leisure, with "
+        "canoe routes, riverside footpaths and a long-distance cycle trail that follows the old "
+        "towpath for much of its length.",
+        "Water quality is monitored monthly by the regional environment agency, which publishes "
+        "nitrate, phosphate and oxygen readings for each monitoring point. Most stretches meet "
+        "the good-status standard, although agricultural run-off still affects some tributaries "
+        "during wet summers.",
+        "Several bridges cross the river, the oldest a narrow stone bridge of seven arches that "
+        "dates from the fourteenth century and is still open to pedestrians. A modern suspension "
+        "bridge carries the main road across the estuary and opened after six years of works.",
+        "The climate of the basin is temperate, with cool winters and mild summers; rainfall is "
+        "highest on the western slopes of the mountains and falls off steadily towards the coast, "
+        "where the river meanders through a wide plain of meadows and reed beds.",
+        "Local legends tell of a water spirit that guards the deepest pool below the gorge, and a "
+        "festival held every midsummer still ends with a procession of lanterns floated down the "
+        "current from the old market square.",
+        "Conservation groups have restored several kilometres of gravel beds where salmon once "
+        "spawned, and a fish pass was built around the largest weir. Early counts suggest that "
+        "migratory fish are using it in growing numbers each autumn.",
+        "Geologists describe the upper valley as a classic glacial trough with hanging tributary "
+        "valleys and waterfalls, while the middle course cuts through softer sandstone in a series "
+        "of wooded meanders that attract walkers throughout the year.",
+    ]
+    towns_text = [
+        f"{town} grew up around a ford on the {name} where an old trade road crossed the river. Its "
+        "market square, guild hall and narrow lanes of timber-framed houses survive from that time, and "
+        "a small museum in the former customs house tells the story of the river trade and the floods "
+        "that shaped the town. The weekly market still draws farmers from the surrounding villages."
+        for town in towns
+    ]
+    paragraphs = [filler[0], facts[0], *filler[1:6], *towns_text, facts[1], *filler[6:]]
+    paragraphs += [f"{p} Records kept in {towns[k % 3]} describe this in detail." for k, p in enumerate(filler[:6])]
+    claims = [
+        f"The {name} is about {length} kilometres long",
+        f"The {name} flows from the {source} to the {mouth}",
+    ]
+    return article(f"The {name}", paragraphs), claims
+
+
+def build_answer(site: LoopbackSite, n: int, pages: Sequence[tuple[str, list[str]]]) -> str:
+    """An answer of ``n`` cited sentences, two per page, each citing its page with a markdown link."""
+    sentences = []
+    for k in range(n):
+        p = (k // 2) % len(pages)
+        claim = pages[p][1][k % 2]
+        sentences.append(f"{claim} ([source]({site.url(f'/river-{p}')})).")
+    return " ".join(sentences) + "\n"
+
+
+# -- timing wrappers (swapped in through the Judge/Embedder protocols) ---------------------------
+
+
+class TimedJudge:
+    """Wraps a judge and adds up the seconds spent in it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.model = getattr(inner, "model", None)
+        self.seconds = 0.0
+        self.pairs = 0
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        start = time.perf_counter()
+        try:
+            return list(await self.inner.judge(requests))
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.pairs += len(requests)
+
+
+class TimedEmbedder:
+    """Wraps an embedder and adds up the seconds spent in it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.seconds = 0.0
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.texts += len(texts)
+
+
+def stand_in_model(folder: Path) -> Path:
+    """all-MiniLM-L6-v2 with a freshly initialised 3-label head: the shipped judge's architecture."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    torch.manual_seed(0)
+    base = offline_minilm_path()
+    labels = {0: "entailment", 1: "neutral", 2: "contradiction"}
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base, num_labels=3, id2label=labels, label2id={v: k for k, v in labels.items()}, local_files_only=True
+    )
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(base, local_files_only=True).save_pretrained(folder)
+    return folder
+
+
+def pick_judge(args: argparse.Namespace, tmp: Path) -> tuple[Any | None, str]:
+    if args.judge_model:
+        if not LocalJudge.available(args.judge_model):
+            sys.exit(f"--judge-model {args.judge_model}: no config.json and weights there")
+        return LocalJudge(model_path=args.judge_model), f"local judge, weights from {args.judge_model}"
+    if LocalJudge.available():
+        return LocalJudge(), "local judge, shipped weights"
+    if args.no_stand_in:
+        return None, "none (the shipped judge weights are not installed; --no-stand-in)"
+    return (
+        LocalJudge(model_path=stand_in_model(tmp / "stand-in")),
+        "local judge code with an untrained stand-in model of the shipped architecture "
+        "(all-MiniLM-L6-v2 + 3-label head): the shipped weights are not installed yet, so the "
+        "latency is representative and the verdicts are not",
+    )
+
+
+# -- measurements -------------------------------------------------------------------------------
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 1)
+
+
+def measure_invoke(
+    answer: str, verifier: Verifier, runs: int, judge: TimedJudge | None, embedder: TimedEmbedder
+) -> dict[str, Any]:
+    base = FakeListChatModel(responses=[answer]) | StrOutputParser()
+    guarded = FakeListChatModel(responses=[answer]) | StrOutputParser() | CitationGuard(verifier=verifier)
+    guarded.invoke("q")  # warm: models, cache, code paths
+    plain_t, guard_t, added, judge_s, embed_s = [], [], [], [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        base.invoke("q")
+        plain_t.append(time.perf_counter() - start)
+        j0 = judge.seconds if judge else 0.0
+        e0 = embedder.seconds
+        start = time.perf_counter()
+        guarded.invoke("q")
+        guard_t.append(time.perf_counter() - start)
+        judge_s.append((judge.seconds if judge else 0.0) - j0)
+        embed_s.append(embedder.seconds - e0)
+        added.append(guard_t[-1] - plain_t[-1])
+    return {
+        "runs": runs,
+        "plain_p50_ms": ms(pct(plain_t, 0.5)),
+        "plain_p95_ms": ms(pct(plain_t, 0.95)),
+        "guarded_p50_ms": ms(pct(guard_t, 0.5)),
+        "guarded_p95_ms": ms(pct(guard_t, 0.95)),
+        "added_p50_ms": ms(pct(added, 0.5)),
+        "added_p95_ms": ms(pct(added, 0.95)),
+        "judge_p50_ms": ms(pct(judge_s, 0.5)),
+        "embed_p50_ms": ms(pct(embed_s, 0.5)),
+        "rest_p50_ms": ms(pct([a - j - e for a, j, e in zip(added, judge_s, embed_s, strict=True)], 0.5)),
+    }
+
+
+async def first_sentence_time(chain: Any, first: str) -> float:
+    """Seconds until ``chain.astream`` has delivered the whole first sentence; stops there."""
+    start = time.perf_counter()
+    got = ""
+    async for chunk in chain.astream("q"):
+        got += chunk
+        if len(got.strip()) >= len(first):
+            break
+    return time.perf_counter() - start
+
+
+def measure_stream(answer: str, verifier: Verifier, runs: int, cps: float) -> dict[str, Any]:
+    first = answer.split(")). ")[0] + "))."
+    sleep = 1.0 / cps if cps > 0 else None
+
+    def chains() -> tuple[Any, Any]:
+        base = FakeListChatModel(responses=[answer], sleep=sleep) | StrOutputParser()
+        return base, base | CitationGuard(verifier=verifier)
+
+    async def go() -> tuple[list[float], list[float]]:
+        plain, guarded = [], []
+        base, guard = chains()
+        await first_sentence_time(guard, first)  # warm
+        for _ in range(runs):
+            base, guard = chains()
+            plain.append(await first_sentence_time(base, first))
+            guarded.append(await first_sentence_time(guard, first))
+        return plain, guarded
+
+    plain, guarded = asyncio.run(go())
+    p50_plain, p50_guard = pct(plain, 0.5), pct(guarded, 0.5)
+    return {
+        "runs": runs,
+        "chars_per_second": cps,
+        "first_sentence_chars": len(first),
+        "plain_first_sentence_p50_ms": ms(p50_plain),
+        "guarded_first_sentence_p50_ms": ms(p50_guard),
+        "guarded_first_sentence_p95_ms": ms(pct(guarded, 0.95)),
+        "ratio_p50": round(p50_guard / p50_plain, 2) if p50_plain > 0 else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15, help="paired invoke runs per size (20-claim: half)")
+    parser.add_argument("--stream-runs", type=int, default=5)
+    parser.add_argument("--chars-per-second", type=float, default=250.0, help="the fake model's writing pace")
+    parser.add_argument("--judge-model", help="a local judge model folder (config.json + weights)")
+    parser.add_argument("--no-stand-in", action="store_true", help="without shipped weights, run with no judge")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmpdir, LoopbackSite() as site:
+        tmp = Path(tmpdir)
+        pages = [river_page(i) for i in range(10)]
+        for i, (html, _) in enumerate(pages):
+            site.routes[f"/river-{i}"] = Route(body=html)
+        settings = Settings.from_env().model_copy(update={"cache_path": None, "audit_path": None})
+        direct = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
+        fetcher = CachedFetcher(direct, PageCache(tmp / "pages.sqlite"))
+        raw_judge, judge_desc = pick_judge(args, tmp)
+        judge = TimedJudge(raw_judge) if raw_judge is not None else None
+        embedder = TimedEmbedder(MiniLMEmbedder())
+        print(f"judge: {judge_desc}", file=sys.stderr)
+        print("loading models and warming the page cache...", file=sys.stderr)
+        embedder.embed(["warm up"])
+        if raw_judge is not None:
+            raw_judge.load()
+        verifier = Verifier(settings=settings, fetcher=fetcher, embedder=embedder, judge=judge)
+        plumbing = Verifier(settings=settings, fetcher=fetcher, embedder=embedder, judge=None)
+        answers = {n: build_answer(site, n, pages) for n in sizes}
+        for n in sizes:
+            verifier.verify_answer(answers[n])  # fills the page cache
+        hits_after_warmup = dict(site.hits)
+
+        results: dict[str, Any] = {"sizes": {}}
+        for n in sizes:
+            runs = max(3, args.runs // 2) if n >= 20 else args.runs
+            print(f"{n} cited sentences: invoke x{runs}...", file=sys.stderr)
+            row: dict[str, Any] = {"invoke": measure_invoke(answers[n], verifier, runs, judge, embedder)}
+            print(f"{n} cited sentences: invoke without a judge x{runs}...", file=sys.stderr)
+            row["invoke_no_judge"] = measure_invoke(answers[n], plumbing, runs, None, embedder)
+            print(f"{n} cited sentences: astream x{args.stream_runs}...", file=sys.stderr)
+            row["stream"] = measure_stream(answers[n], verifier, args.stream_runs, args.chars_per_second)
+            results["sizes"][str(n)] = row
+        fetched_while_measuring = {p: c - hits_after_warmup.get(p, 0) for p, c in site.hits.items()}
+    load_after = os.getloadavg()
+
+    import torch
+
+    results.update(
+        {
+            "judge": judge_desc,
+            "judge_name": raw_judge.name if raw_judge is not None else None,
+            "embedder": embedder.name,
+            "target": f"guard adds < {TARGET_MS:.0f} ms p50 to a 5-claim answer on warm pages",
+            "target_met": (
+                results["sizes"]["5"]["invoke"]["added_p50_ms"] < TARGET_MS if "5" in results["sizes"] else None
+            ),
+            "pages_fetched_while_measuring": sum(fetched_while_measuring.values()),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "torch_threads": torch.get_num_threads(),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+                "loadavg_before": [round(x, 2) for x in load_before],
+                "loadavg_after": [round(x, 2) for x in load_after],
+                "note": "a model-training job may be sharing these CPUs; see loadavg",
+            },
+            "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+    )
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+
+    print(f"\njudge: {judge_desc}")
+    print(
+        f"embedder: {embedder.name}; cpus: {os.cpu_count()}; load average {load_before[0]:.2f} -> {load_after[0]:.2f}"
+    )
+    header = (
+        f"{'claims':>6} | {'plain p50':>9} | {'guarded p50/p95':>15} | {'added p50/p95':>15} | "
+        f"{'judge':>7} | {'embed':>7} | {'rest':>6} | {'no-judge added':>14} | "
+        f"{'1st sentence plain/guarded':>26} | {'ratio':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    for n in sizes:
+        row = results["sizes"][str(n)]
+        inv, nj, st = row["invoke"], row["invoke_no_judge"], row["stream"]
+        print(
+            f"{n:>6} | {inv['plain_p50_ms']:>7.1f}ms | {inv['guarded_p50_ms']:>6.0f}/{inv['guarded_p95_ms']:>6.0f}ms | "
+            f"{inv['added_p50_ms']:>6.0f}/{inv['added_p95_ms']:>6.0f}ms | {inv['judge_p50_ms']:>5.0f}ms | "
+            f"{inv['embed_p50_ms']:>5.0f}ms | {inv['rest_p50_ms']:>4.0f}ms | "
+            f"{nj['added_p50_ms']:>5.0f}/{nj['added_p95_ms']:>5.0f}ms | "
+            f"{st['plain_first_sentence_p50_ms']:>11.0f}/{st['guarded_first_sentence_p50_ms']:>8.0f}ms | "
+            f"{st['ratio_p50']:>5}"
+        )
+    if results["target_met"] is not None:
+        verdict = "met" if results["target_met"] else "NOT met"
+        print(f"target (< {TARGET_MS:.0f} ms p50 added, 5 claims, warm pages): {verdict}")
+    print(f"pages fetched from the origin while measuring: {results['pages_fetched_while_measuring']}")
+    print(f"wrote {RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""A LangChain RAG chain with the citation guard, offline: `python examples/langchain_chain.py`.
+
+The "retriever" returns three documents whose URLs point at pages this example serves itself on
+127.0.0.1 (guardrail.demo), so it needs no network and no API key; only that origin is let
+through the SSRF guard. The chat model is langchain-core's FakeListChatModel, answering with
+numbered markers ([1], [2]) that the guard resolves to the retrieved documents (``[1]`` is the
+first), plus one inline link to a page that no longer exists.
+
+    chain = (
+        RunnablePassthrough.assign(context=retriever)
+        | RunnablePassthrough.assign(answer=prompt | model | StrOutputParser())
+        | CitationGuard(verifier=verifier)
+    )
+
+The guard fetches each cited page once, asks the judge whether it supports the sentence, and
+returns the same dict with the answer annotated (``annotate`` policy: a badge after every
+citation) and the full report under "citation_report".
+
+Verdicts come from the embedded judge model when it is installed, else from the judge named by
+GUARDRAIL_JUDGE (openai / anthropic / ollama); without either, dead links are still caught but
+nothing else can be judged, and the example says so.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from operator import itemgetter
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+
+from guardrail import AnswerReport, Policy, Settings, Verifier
+from guardrail.demo import LoopbackSite, demo_routes
+from guardrail.fetch.direct import DirectFetcher
+from guardrail.judges import judge_from_settings
+from guardrail_langchain import CitationGuard
+
+ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. In Denver it boils at about 95 degrees \
+Celsius [1]. A pressure cooker lets water reach 150 degrees Celsius before it boils [1].
+
+*Titanic* (1997) was directed by James Cameron [2]. It starred Brad Pitt and Kate Winslet [2]. \
+Its first cut ran for more than four hours ([notes]({base}/titanic-first-cut)).
+
+An early report claimed that water boils at 50 degrees Celsius at sea level [3].
+"""
+"""What the fake model writes: supported, contradicted (150 vs 120 degrees), not in the page (Brad
+Pitt), a dead link, and a sentence that faithfully reports what its (old, wrong) source says."""
+
+
+def retrieved(site: LoopbackSite) -> list[Document]:
+    return [
+        Document(
+            page_content="At sea level pure water boils at 100 degrees Celsius...",
+            metadata={"source": site.url("/boiling"), "title": "The boiling point of water"},
+        ),
+        Document(
+            page_content="Titanic is a 1997 film directed by James Cameron...",
+            metadata={"source": site.url("/titanic"), "title": "Titanic (1997 film)"},
+        ),
+        Document(
+            page_content="An old report on the properties of water...",
+            metadata={"source": site.url("/old-report"), "title": "An old report on water"},
+        ),
+    ]
+
+
+def print_report(report: AnswerReport, base: str) -> None:
+    for claim in report.claims:
+        for ref, verdict in zip(claim.citations, claim.verdicts, strict=True):
+            where = verdict.url.replace(base, "")
+            why = verdict.evidence_quote or verdict.reason or ""
+            cited = f"[{ref.ref}]" if ref.ref else (ref.link_text or "link")
+            print(f"{cited:>6} {verdict.label.value:<13} {where:<20} {why[:72]}")
+    counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items()))
+    print(f"overall: {report.overall.value} ({counts})")
+
+
+def main() -> None:
+    settings = Settings.from_env()
+    judge = judge_from_settings(settings)
+    if judge is None:
+        print(
+            "note: no judge is available (the embedded judge model is not installed and GUARDRAIL_JUDGE "
+            "names none), so every reachable citation will read 'unverified'; dead links are still "
+            "caught. Install the model or set GUARDRAIL_JUDGE=openai|anthropic|ollama for real verdicts.\n",
+            file=sys.stderr,
+        )
+
+    with LoopbackSite(demo_routes()) as site:
+        # Only the example's own origin gets through the SSRF guard, not loopback in general.
+        fetcher = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
+        verifier = Verifier(settings=settings, fetcher=fetcher, judge=judge)
+
+        docs = retrieved(site)
+        retriever = RunnableLambda(lambda question: docs)  # stands in for vector_store.as_retriever()
+        prompt = ChatPromptTemplate.from_messages(
+            [
+                ("system", "Answer from the numbered sources and cite them as [n].\n\n{context}"),
+                ("human", "{question}"),
+            ]
+        )
+        model = FakeListChatModel(responses=[ANSWER.format(base=site.base)])
+        guard = CitationGuard(verifier=verifier, policy=Policy.preset("annotate"))
+        chain: Any = (
+            RunnablePassthrough.assign(context=itemgetter("question") | retriever)
+            | RunnablePassthrough.assign(answer=prompt | model | StrOutputParser())
+            | guard
+        )
+
+        print("Verifying the answer's citations (the first run loads the embedded models)...\n", file=sys.stderr)
+        started = time.perf_counter()
+        out = chain.invoke({"question": "What do we know about boiling water and Titanic?"})
+        elapsed = time.perf_counter() - started
+        report: AnswerReport = out["citation_report"]
+
+        print("== the model's answer ==")
+        print(report.answer.rstrip())
+        print("\n== guarded answer (policy: annotate) ==")
+        print(out["answer"].rstrip())
+        print("\n== report ==")
+        print_report(report, site.base)
+        print(f"{elapsed:.1f} s; judge: {judge.name + ' / ' + judge.model if judge else 'none'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,379 @@
+"""Guard an answer while it streams: verify each final sentence as soon as it is complete.
+
+:class:`AnswerStream` consumes the text chunks of an answer as a model writes them and yields
+guarded pieces in order. The answer is cut into pieces by :func:`guardrail.extract.stream_cut`;
+each piece is verified on its own (``Verifier.averify_answer``, with one :class:`PageMemo` for the
+whole answer so a URL cited twice is fetched once) and the policy applied to it
+(:func:`guardrail.policy.apply_policy`). Verification of a piece runs as a task while later
+chunks keep arriving, so checking one sentence overlaps the writing of the next; pieces are still
+emitted strictly in order. A piece's pages are fetched as soon as it is released; with the
+in-process judge, judging is queued one piece at a time (see ``AnswerStream(concurrency=...)``).
+
+**What is held back, and until when.** A piece is released for verification only once its
+extraction cannot change (the rule of :func:`~guardrail.extract.stream_cut`):
+
+* a sentence is final once the next sentence has begun;
+* a sentence with a numbered marker (``[2]``) waits until the marker resolves: against the
+  ``sources`` passed in, or - without sources - against the reference list at the end of the
+  answer, so such an answer is held until the stream ends and then verified in one piece;
+* a sentence with no citation of its own waits for the end of its paragraph, where a marker may
+  still cover it (the paragraph-end rule);
+* nothing inside an unclosed code fence or a trailing reference section is released early.
+
+When the stream ends, everything not yet released is the last piece. The guarded pieces
+concatenate to the guarded answer.
+
+**Sources without markers** (``cite_unmarked=None``): for a whole answer the sources cover every
+uncited sentence only when the answer cites nothing at all. A stream cannot know that in advance,
+so each piece decides for itself until the answer's first citation has been seen; from then on
+uncited sentences are left unchecked, as for the whole answer. A sentence streamed *before* the
+first citation is therefore checked against the sources, where a whole-answer check would not
+check it; pass ``cite_unmarked=True``/``False`` for identical results.
+
+**Blocking.** When a piece's verdicts call for ``block``, text already emitted cannot be unsent:
+the stream stops, and its last piece is the policy's ``block_message`` (after a blank line when
+text was emitted before it). With ``policy.raise_on_block`` the stream raises
+:class:`~guardrail.policy.CitationBlocked` instead, carrying :meth:`AnswerStream.report`.
+
+Sync code can use :func:`iterate_sync` (drive an async iterator from a worker thread) and
+:func:`aiter_from_sync` (feed a blocking iterator into async code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import queue
+import threading
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Generator, Iterable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from guardrail.aggregate import aggregate
+from guardrail.extract import extract_claims, stream_cut
+from guardrail.policy import CitationBlocked, GuardedAnswer, OutputFormat, Policy, apply_policy
+from guardrail.schema import AnswerClaim, AnswerReport, Label, Reference, SourceInfo
+from guardrail.verifier import PageMemo, Verifier
+
+__all__ = ["AnswerStream", "StreamPiece", "aiter_from_sync", "iterate_sync", "merge_reports"]
+
+T = TypeVar("T")
+
+
+class StreamPiece(BaseModel):
+    """One guarded piece of a streamed answer, in order.
+
+    ``text`` is what to emit; ``original`` the piece as the model wrote it, starting at UTF-8
+    byte ``start`` of the answer. ``guarded`` is the policy's result for this piece alone (its
+    report's offsets are relative to the piece). When ``blocked`` is true ``text`` is the block
+    message and this is the stream's last piece.
+    """
+
+    text: str
+    original: str
+    start: int = Field(description="UTF-8 byte offset of the piece in the whole answer.")
+    blocked: bool = False
+    guarded: GuardedAnswer
+
+
+class AnswerStream:
+    """Verifies and guards one answer as its text streams in; see the module docs for the rules.
+
+    Use :meth:`pieces` once per answer; :meth:`report` is the report of everything verified so
+    far, with byte offsets into the whole answer. ``sources`` may be reassigned before the
+    pieces that need them are released (a RAG stream whose context arrives first).
+
+    ``concurrency`` is how many pieces are judged at once (0: no limit). Pages are always fetched
+    as soon as a piece is released; only judging queues, in order. By default (None) an
+    in-process judge (``name == "local"``, CPU-bound) judges one piece at a time, so the first
+    sentence is not slowed down by the ones after it; remote judges (I/O-bound) get no limit.
+    """
+
+    def __init__(
+        self,
+        verifier: Verifier,
+        sources: Sequence[object] | None = None,
+        *,
+        policy: Policy | None = None,
+        fmt: OutputFormat = "markdown",
+        url_key: str | None = None,
+        cite_unmarked: bool | None = None,
+        memo: PageMemo | None = None,
+        concurrency: int | None = None,
+    ) -> None:
+        if fmt not in ("markdown", "html"):
+            raise ValueError(f"unknown format {fmt!r}; choose markdown or html")
+        self.verifier = verifier
+        self.sources = sources
+        self.policy = policy or Policy()
+        self.fmt: OutputFormat = fmt
+        self.url_key = url_key
+        self.cite_unmarked = cite_unmarked
+        self.memo = memo
+        if concurrency is not None and concurrency < 0:
+            raise ValueError("concurrency must be >= 0 (0: no limit)")
+        self.concurrency = concurrency
+        self._done: list[StreamPiece] = []
+        self._used = False
+
+    @property
+    def blocked(self) -> bool:
+        """Whether the stream stopped on a block."""
+        return bool(self._done) and self._done[-1].blocked
+
+    @property
+    def text(self) -> str:
+        """The guarded text emitted so far (the block message included, when blocked)."""
+        return "".join(p.text for p in self._done)
+
+    def report(self) -> AnswerReport:
+        """The report of every piece verified and emitted so far, as one answer."""
+        return merge_reports([(p.start, p.guarded.report) for p in self._done])
+
+    async def pieces(self, chunks: AsyncIterable[str]) -> AsyncIterator[StreamPiece]:
+        """Consume ``chunks`` (the answer's text, in order) and yield guarded pieces in order.
+
+        Chunks are read in a task of their own, so a slow model and slow verification overlap.
+        Closing this iterator early cancels outstanding verification and stops reading ``chunks``.
+        """
+        if self._used:
+            raise RuntimeError("an AnswerStream guards one answer; create a new one per stream")
+        self._used = True
+        memo = self.memo or PageMemo()
+        limit = self.concurrency if self.concurrency is not None else _default_concurrency(self.verifier)
+        gate = asyncio.Semaphore(limit) if limit else None
+        # Items: a verification task, None for "no more", or an exception from reading chunks.
+        ready: asyncio.Queue[asyncio.Task[StreamPiece] | BaseException | None] = asyncio.Queue()
+        launched: list[asyncio.Task[StreamPiece]] = []
+
+        async def pump() -> None:
+            buf = ""
+            taken = 0  # characters of buf handed to a verification task
+            offset = 0  # their UTF-8 length
+            seen_citation = False
+            prev_space = True
+
+            def launch(piece: str) -> None:
+                nonlocal offset, seen_citation
+                flag = self.cite_unmarked
+                if flag is None and seen_citation:
+                    flag = False
+                pre = extract_claims(piece, self.sources, url_key=self.url_key, cite_unmarked=flag)
+                cited = [r for c in pre.claims if c.grounding_check_required for r in c.citations]
+                seen_citation = seen_citation or any(r.kind != "source" for c in pre.claims for r in c.citations)
+                urls = [r.url for r in cited if r.url]
+                task = asyncio.create_task(self._guard_piece(piece, offset, memo, flag, urls, gate))
+                launched.append(task)
+                ready.put_nowait(task)
+                offset += len(piece.encode("utf-8", "surrogatepass"))
+
+            try:
+                async for chunk in chunks:
+                    if not isinstance(chunk, str):
+                        raise TypeError(f"answer chunks must be strings, not {type(chunk).__name__}")
+                    if not chunk:
+                        continue
+                    buf += chunk
+                    # A new claim can only begin after whitespace: skip the cut for chunks that
+                    # neither hold nor follow any (most tokens of a word).
+                    has_space = any(ch.isspace() for ch in chunk)
+                    if has_space or prev_space:
+                        cut = stream_cut(buf[taken:], self.sources, url_key=self.url_key)
+                        if cut > 0:
+                            launch(buf[taken : taken + cut])
+                            taken += cut
+                    prev_space = chunk[-1].isspace()
+                if taken < len(buf):
+                    launch(buf[taken:])
+                ready.put_nowait(None)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                ready.put_nowait(exc)
+
+        pump_task = asyncio.create_task(pump())
+        try:
+            while True:
+                item = await ready.get()
+                if item is None:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                piece = await item
+                if piece.blocked:
+                    if self.policy.raise_on_block:
+                        self._done.append(piece)
+                        report = self.report()
+                        raise CitationBlocked(report, self.policy.block_message)
+                    piece = piece.model_copy(update={"text": _block_text(self.text, self.policy.block_message)})
+                self._done.append(piece)
+                yield piece
+                if piece.blocked:
+                    break
+        finally:
+            pump_task.cancel()
+            for task in launched:
+                task.cancel()
+            await asyncio.gather(pump_task, *launched, return_exceptions=True)
+
+    async def _guard_piece(
+        self,
+        piece: str,
+        start: int,
+        memo: PageMemo,
+        cite_unmarked: bool | None,
+        urls: list[str],
+        gate: asyncio.Semaphore | None,
+    ) -> StreamPiece:
+        # Pages are fetched at once; judging waits for its turn (pieces queue in order).
+        if urls:
+            await self.verifier.aprefetch(urls, memo)
+        async with gate or contextlib.nullcontext():
+            report = await self.verifier.averify_answer(
+                piece, self.sources, memo=memo, url_key=self.url_key, cite_unmarked=cite_unmarked
+            )
+        # Raising is decided by pieces(), so the exception can carry the whole stream's report.
+        policy = self.policy.model_copy(update={"raise_on_block": False}) if self.policy.raise_on_block else self.policy
+        guarded = apply_policy(report, policy, self.fmt)
+        return StreamPiece(text=guarded.text, original=piece, start=start, blocked=guarded.blocked, guarded=guarded)
+
+
+def _default_concurrency(verifier: Verifier) -> int:
+    """1 for an in-process judge (CPU-bound: judging pieces side by side is no faster, and the
+    first sentence would wait for the others), else 0 (no limit: remote judges wait on I/O)."""
+    judge = verifier.judge
+    return 1 if judge is not None and getattr(judge, "name", None) == "local" else 0
+
+
+def _block_text(emitted: str, message: str) -> str:
+    if not emitted or emitted.endswith("\n\n"):
+        return message
+    return ("\n" if emitted.endswith("\n") else "\n\n") + message
+
+
+def merge_reports(parts: Sequence[tuple[int, AnswerReport]]) -> AnswerReport:
+    """One report for consecutive pieces of an answer: ``(byte offset of the piece, its report)``.
+
+    Byte offsets are shifted to refer to the concatenated answer; ``overall`` and
+    ``label_counts`` are recomputed over every claim; ``sources`` are the last piece's.
+    """
+    answer: list[str] = []
+    claims: list[AnswerClaim] = []
+    references: list[Reference] = []
+    counts: dict[str, int] = {}
+    ref_start: int | None = None
+    ref_end: int | None = None
+    sources: list[SourceInfo] = []
+    for off, report in parts:
+        answer.append(report.answer)
+        for claim in report.claims:
+            claims.append(
+                claim.model_copy(
+                    update={
+                        "start": claim.start + off,
+                        "end": claim.end + off,
+                        "citations": [
+                            c.model_copy(update={"start": c.start + off, "end": c.end + off}) for c in claim.citations
+                        ],
+                    }
+                )
+            )
+        references.extend(r.model_copy(update={"start": r.start + off, "end": r.end + off}) for r in report.references)
+        if report.references_start is not None:
+            ref_start = report.references_start + off
+            ref_end = None if report.references_end is None else report.references_end + off
+        for label, n in report.label_counts.items():
+            counts[label] = counts.get(label, 0) + n
+        sources = report.sources
+    overall: Label = aggregate(c.overall for c in claims if c.overall is not None)
+    return AnswerReport(
+        answer="".join(answer),
+        claims=claims,
+        overall=overall,
+        label_counts=counts,
+        references=references,
+        references_start=ref_start,
+        references_end=ref_end,
+        sources=sources,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Bridges between sync and async iteration
+# --------------------------------------------------------------------------------------------
+
+_END = object()
+
+
+async def aiter_from_sync(items: Iterable[T]) -> AsyncIterator[T]:
+    """Iterate a blocking iterable from async code: each ``next()`` runs in a worker thread
+    (with the caller's context variables), so the event loop keeps running while it waits."""
+    it = iter(items)
+    while True:
+        item = await asyncio.to_thread(next, it, _END)
+        if item is _END:
+            return
+        yield item  # type: ignore[misc]
+
+
+def iterate_sync(factory: Callable[[], AsyncIterator[T]]) -> Generator[T, None, None]:
+    """Iterate the async iterator ``factory()`` from sync code, even inside a running event loop.
+
+    It runs on a fresh event loop in a worker thread (with the caller's context variables);
+    items are handed over as they come. Closing the returned iterator early cancels the async
+    side and waits for it to finish; an exception on the async side is raised here.
+    """
+    ctx = contextvars.copy_context()
+    handoff: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    started = threading.Event()
+    holder: dict[str, Any] = {}
+
+    async def drive() -> None:
+        holder["loop"] = asyncio.get_running_loop()
+        holder["task"] = asyncio.current_task()
+        started.set()
+        agen = factory()
+        try:
+            async for item in agen:
+                handoff.put(("item", item))
+        except BaseException as exc:
+            handoff.put(("error", exc))
+            return
+        finally:
+            aclose = getattr(agen, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        handoff.put(("end", None))
+
+    def worker() -> None:
+        try:
+            asyncio.run(drive())
+        except BaseException as exc:  # cancelled from outside, or the loop failed to start
+            handoff.put(("error", exc))
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=ctx.run, args=(worker,), name="guardrail-stream", daemon=True)
+    thread.start()
+    finished = False
+    try:
+        while True:
+            kind, value = handoff.get()
+            if kind == "item":
+                yield value
+            elif kind == "error":
+                finished = True
+                raise value
+            else:
+                finished = True
+                return
+    finally:
+        if not finished:
+            started.wait()
+            loop, task = holder.get("loop"), holder.get("task")
+            if loop is not None and task is not None:
+                with contextlib.suppress(RuntimeError):  # the loop has already closed
+                    loop.call_soon_threadsafe(task.cancel)
+        thread.join()

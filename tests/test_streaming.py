@@ -1,0 +1,413 @@
+"""The core streaming guard (guardrail.streaming): pieces in order, overlap of verification with
+the arrival of text, held markers, blocking, the merged report, and the sync/async bridges.
+
+Pages come from the loopback fixture server; the judge and embedder are the test doubles."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from guardrail import (
+    AnswerReport,
+    AnswerStream,
+    CitationBlocked,
+    JudgeRequest,
+    JudgeVerdict,
+    Label,
+    PageMemo,
+    Policy,
+    Verifier,
+    apply_policy,
+    extract_claims,
+    merge_reports,
+    stream_cut,
+)
+from guardrail.streaming import aiter_from_sync, iterate_sync
+from tests.fakes import HashEmbedder, OverlapJudge
+from tests.fixtures.pages import TITANIC
+from tests.fixtures.server import FixtureServer, Route
+
+
+def make_verifier() -> Verifier:
+    return Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
+
+
+class SlowPage:
+    """A route that answers after ``delay`` seconds and records when it finished."""
+
+    def __init__(self, body: str, delay: float) -> None:
+        self.body = body.encode()
+        self.delay = delay
+        self.finished: list[float] = []
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
+        time.sleep(self.delay)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html; charset=utf-8")
+        handler.send_header("Content-Length", str(len(self.body)))
+        handler.end_headers()
+        handler.wfile.write(self.body)
+        handler.wfile.flush()
+        self.finished.append(time.perf_counter())
+
+
+@pytest.fixture(scope="module")
+def slow_site() -> Iterator[tuple[FixtureServer, SlowPage]]:
+    slow = SlowPage(TITANIC, delay=1.0)
+    site = FixtureServer({"/slow-titanic": Route(handler=slow)}).start()
+    try:
+        yield site, slow
+    finally:
+        site.stop()
+
+
+async def words(text: str, pause: float = 0.0) -> AsyncIterator[str]:
+    """The answer as a model streams it: word by word."""
+    parts = text.split(" ")
+    for i, part in enumerate(parts):
+        yield part + (" " if i < len(parts) - 1 else "")
+        if pause:
+            await asyncio.sleep(pause)
+
+
+# -- stream_cut: what the streaming guard relies on ----------------------------------------------
+
+
+def test_stream_cut_does_not_resolve_a_label_through_a_partial_reference_list() -> None:
+    answer = "Water boils [1]. Ice melts.\n\n[1]: https://r.example/boil"
+    for n in range(1, len(answer) + 1):
+        # Verified alone, the chunk would lose the definition: hold until the stream ends.
+        assert stream_cut(answer[:n]) == 0
+
+
+def test_stream_cut_keeps_an_uncited_sentence_with_the_marker_that_covers_it() -> None:
+    src = ["https://r.example/1"]
+    # [7] resolves nowhere yet, so the marker's sentence is held; the uncited sentence before it
+    # must be held with it, or it would be verified without the marker that covers it.
+    answer = "Water boils at 100 degrees. It boils lower up high [7].\n\nNext paragraph here. More"
+    assert stream_cut(answer, src) == 0
+    answer = "Water boils at 100 degrees. It boils lower up high [1].\n\nNext paragraph here. More"
+    assert answer[: stream_cut(answer, src)] == "Water boils at 100 degrees. It boils lower up high [1].\n\n"
+
+
+# -- AnswerStream -------------------------------------------------------------------------------
+
+
+async def test_pieces_concatenate_to_the_guarded_whole_answer(pages: FixtureServer) -> None:
+    u = pages.url
+    answer = (
+        f"Water boils at 100 degrees Celsius at sea level ({u('/boiling')}). "
+        f"Water boils at 50 degrees Celsius at sea level ({u('/boiling')}). "
+        f"Titanic was directed by James Cameron ({u('/gone-404')}).\n\n"
+        f"Ice melts at 10 degrees Celsius ({u('/old-report')})."
+    )
+    verifier = make_verifier()
+    stream = AnswerStream(verifier)
+    pieces = [p async for p in stream.pieces(words(answer))]
+    assert len(pieces) >= 3
+    whole = apply_policy(await verifier.averify_answer(answer))
+    assert "".join(p.text for p in pieces) == whole.text == stream.text
+    assert "".join(p.original for p in pieces) == answer
+    report = stream.report()
+    assert report.answer == answer
+    assert [(c.text, c.overall) for c in report.claims] == [(c.text, c.overall) for c in whole.report.claims]
+    assert report.label_counts == whole.report.label_counts
+    assert report.overall == Label.contradicted
+    # Byte offsets refer to the whole answer.
+    data = answer.encode()
+    for claim in report.claims:
+        assert data[claim.start : claim.end].decode() == claim.text
+        for ref in claim.citations:
+            assert data[ref.start : ref.end].decode() == ref.marker
+
+
+async def test_first_sentence_is_emitted_before_a_later_slow_page_is_fetched(
+    pages: FixtureServer, slow_site: tuple[FixtureServer, SlowPage]
+) -> None:
+    site, slow = slow_site
+    answer = (
+        f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
+        f"Titanic was directed by James Cameron ({site.url('/slow-titanic')}). "
+        "That is all."
+    )
+    stream = AnswerStream(make_verifier())
+    seen: list[tuple[float, str]] = []
+    async for piece in stream.pieces(words(answer)):
+        seen.append((time.perf_counter(), piece.text))
+    assert len(seen) >= 2
+    assert seen[0][1].startswith("Water boils at 100")
+    assert slow.finished, "the slow page was fetched"
+    assert seen[0][0] < slow.finished[-1]  # emitted while the second sentence was still being verified
+    assert stream.report().claims[1].overall == Label.supported
+
+
+async def test_verification_overlaps_the_arrival_of_later_text(pages: FixtureServer) -> None:
+    answer = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). " + " ".join(
+        ["More words keep coming"] * 4
+    )
+    stream = AnswerStream(make_verifier())
+    start = time.perf_counter()
+    first: float | None = None
+    async for _piece in stream.pieces(words(answer, pause=0.15)):
+        first = first or time.perf_counter()
+    total = time.perf_counter() - start
+    assert first is not None
+    # The text takes ~2.7 s to arrive; the first sentence is out long before it has.
+    assert first - start < total / 2
+
+
+async def test_numbered_markers_are_held_until_the_reference_list_arrives(pages: FixtureServer) -> None:
+    u = pages.url
+    answer = (
+        "Water boils at 100 degrees Celsius at sea level [1]. "
+        "Water boils at 50 degrees Celsius at sea level [1].\n\n"
+        f"[1]: {u('/boiling')}\n"
+    )
+    stream = AnswerStream(make_verifier())
+    pieces = [p async for p in stream.pieces(words(answer))]
+    assert len(pieces) == 1  # nothing could be decided before the definition came
+    report = stream.report()
+    assert [c.overall for c in report.claims] == [Label.supported, Label.contradicted]
+    assert all(v.reason != "unresolved_citation" for c in report.claims for v in c.verdicts)
+
+
+async def test_numbered_markers_stream_when_sources_resolve_them(pages: FixtureServer) -> None:
+    answer = (
+        "Water boils at 100 degrees Celsius at sea level [1]. "
+        "In Denver water boils at roughly 95 degrees Celsius [1]. "
+        "Titanic was directed by James Cameron [2]."
+    )
+    stream = AnswerStream(make_verifier(), [pages.url("/boiling"), pages.url("/titanic")])
+    pieces = [p async for p in stream.pieces(words(answer))]
+    assert len(pieces) == 3
+    assert [c.overall for c in stream.report().claims] == [Label.supported] * 3
+
+
+async def test_a_block_stops_the_stream_with_the_block_message(pages: FixtureServer) -> None:
+    u = pages.url
+    answer = (
+        f"Water boils at 100 degrees Celsius at sea level ({u('/boiling')}). "
+        f"Water boils at 50 degrees Celsius at sea level ({u('/boiling')}). "
+        f"Titanic was directed by James Cameron ({u('/titanic')}). "
+        "The end."
+    )
+    policy = Policy.strict(block_message="Withheld.")
+    stream = AnswerStream(make_verifier(), policy=policy)
+    pieces = [p async for p in stream.pieces(words(answer))]
+    assert [p.blocked for p in pieces] == [False, True]
+    assert pieces[0].text.startswith("Water boils at 100")
+    assert pieces[-1].text == "\n\nWithheld."
+    assert stream.blocked
+    report = stream.report()
+    assert [c.overall for c in report.claims] == [Label.supported, Label.contradicted]
+    assert "Titanic" not in report.answer  # nothing after the blocking piece was reported
+
+
+async def test_raise_on_block_raises_with_the_report_so_far(pages: FixtureServer) -> None:
+    answer = f"Water boils at 50 degrees Celsius at sea level ({pages.url('/boiling')}). More text follows."
+    stream = AnswerStream(make_verifier(), policy=Policy.strict(raise_on_block=True))
+    got: list[str] = []
+    with pytest.raises(CitationBlocked) as info:
+        async for piece in stream.pieces(words(answer)):
+            got.append(piece.text)
+    assert got == []
+    assert info.value.report.claims[0].overall == Label.contradicted
+
+
+async def test_sources_back_an_unmarked_answer_piece_by_piece(pages: FixtureServer) -> None:
+    answer = "Water boils at 100 degrees Celsius at sea level.\n\nWater boils at 50 degrees Celsius at sea level."
+    stream = AnswerStream(make_verifier(), [pages.url("/boiling")])
+    pieces = [p async for p in stream.pieces(words(answer))]
+    assert len(pieces) == 2
+    assert [c.overall for c in stream.report().claims] == [Label.supported, Label.contradicted]
+
+
+async def test_bad_chunks_raise_a_clear_error() -> None:
+    async def chunks() -> AsyncIterator[object]:
+        yield "Water boils. "
+        yield 42
+
+    stream = AnswerStream(make_verifier())
+    with pytest.raises(TypeError, match="chunks must be strings, not int"):
+        async for _ in stream.pieces(chunks()):  # type: ignore[arg-type]
+            pass
+    with pytest.raises(RuntimeError, match="one answer"):
+        async for _ in stream.pieces(words("x")):
+            pass
+
+
+async def test_closing_early_cancels_outstanding_work(slow_site: tuple[FixtureServer, SlowPage]) -> None:
+    site, _ = slow_site
+    answer = f"Titanic was directed by James Cameron ({site.url('/slow-titanic')}). Next sentence here."
+    stream = AnswerStream(make_verifier())
+    agen = stream.pieces(words(answer))
+    task = asyncio.ensure_future(agen.__anext__())
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await agen.aclose()
+    assert stream.text == ""
+
+
+class QueueJudge:
+    """An in-process judge stand-in (``name = "local"``) that takes ``delay`` seconds per call
+    and records how many calls ran at once."""
+
+    name = "local"
+    model = "queue-test-judge"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.running = 0
+        self.most = 0
+        self.inner = OverlapJudge()
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        try:
+            await asyncio.sleep(self.delay)
+            return await self.inner.judge(requests)
+        finally:
+            self.running -= 1
+
+
+@pytest.fixture(scope="module")
+def slow_pages() -> Iterator[FixtureServer]:
+    site = FixtureServer({f"/slow-{i}": Route(body=TITANIC, delay=0.6) for i in range(3)}).start()
+    try:
+        yield site
+    finally:
+        site.stop()
+
+
+def three_sentences(site: FixtureServer) -> str:
+    return " ".join(f"Titanic was directed by James Cameron ({site.url(f'/slow-{i}')})." for i in range(3)) + " Done."
+
+
+@pytest.mark.parametrize(("concurrency", "expect_most"), [(None, 1), (0, 3)])
+async def test_an_in_process_judge_judges_one_piece_at_a_time_while_pages_prefetch(
+    slow_pages: FixtureServer, concurrency: int | None, expect_most: int
+) -> None:
+    judge = QueueJudge(delay=0.3)
+    verifier = Verifier(allow_private_hosts=True, judge=judge, embedder=HashEmbedder())
+    stream = AnswerStream(verifier, concurrency=concurrency)
+    start = time.perf_counter()
+    pieces = [p async for p in stream.pieces(words(three_sentences(slow_pages)))]
+    elapsed = time.perf_counter() - start
+    assert len(pieces) == 4
+    assert judge.most == expect_most
+    # Every page was fetched as its piece was released, not after the previous piece's judging:
+    # about 0.6 s of fetching plus 3 x 0.3 s of judging, not 3 x 0.9 s.
+    assert elapsed < 2.2
+    assert [c.overall for c in stream.report().claims[:3]] == [Label.supported] * 3
+
+
+async def test_aprefetch_fills_the_memo_once(pages: FixtureServer) -> None:
+    verifier = make_verifier()
+    memo = PageMemo()
+    before = pages.hits.get("/tomatoes", 0)
+    await verifier.aprefetch([pages.url("/tomatoes"), " " + pages.url("/tomatoes"), ""], memo)
+    assert list(memo.tasks) == [pages.url("/tomatoes")]
+    await verifier.averify_answer(f"Tomatoes need six hours of sun ({pages.url('/tomatoes')}).", memo=memo)
+    assert pages.hits["/tomatoes"] - before == 1
+
+
+def test_merge_reports_shifts_offsets() -> None:
+    a = "Water boils [1]. "
+    b = "Ice melts (https://r.example/ice).\n\n[2]: https://r.example/2\n"
+    merged = merge_reports([(0, _report(a)), (len(a.encode()), _report(b))])
+    assert merged.answer == a + b
+    data = merged.answer.encode()
+    assert [data[c.start : c.end].decode() for c in merged.claims] == [
+        "Water boils [1].",
+        "Ice melts (https://r.example/ice).",
+    ]
+    refs = [r for c in merged.claims for r in c.citations]
+    assert (
+        [data[r.start : r.end].decode() for r in refs] == [r.marker for r in refs] == ["[1]", "https://r.example/ice"]
+    )
+    assert [data[r.start : r.end].decode() for r in merged.references] == ["[2]: https://r.example/2\n"]
+
+
+def _report(text: str) -> AnswerReport:
+    ex = extract_claims(text, ["https://r.example/1"])
+    return AnswerReport(answer=text, claims=ex.claims, references=ex.references, sources=ex.sources)
+
+
+# -- sync / async bridges -----------------------------------------------------------------------
+
+VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
+
+
+def test_iterate_sync_yields_as_items_come_and_keeps_context() -> None:
+    VAR.set("caller")
+
+    async def gen() -> AsyncIterator[tuple[str, float]]:
+        for _ in range(3):
+            await asyncio.sleep(0.1)
+            yield VAR.get(), time.perf_counter()
+
+    got = [(value, t, time.perf_counter()) for value, t in iterate_sync(gen)]
+    assert [v for v, _, _ in got] == ["caller"] * 3
+    assert all(received - made < 0.09 for _, made, received in got)  # handed over as made
+
+
+async def test_iterate_sync_works_inside_a_running_loop_and_raises_errors() -> None:
+    async def gen() -> AsyncIterator[int]:
+        yield 1
+        raise ValueError("boom")
+
+    out: list[int] = []
+    with pytest.raises(ValueError, match="boom"):
+        out.extend(iterate_sync(gen))
+    assert out == [1]
+
+
+def test_closing_iterate_sync_early_cancels_the_async_side() -> None:
+    cancelled = threading.Event()
+
+    async def gen() -> AsyncIterator[int]:
+        try:
+            yield 1
+            await asyncio.sleep(30)
+            yield 2
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    it = iterate_sync(gen)
+    assert next(it) == 1
+    start = time.perf_counter()
+    it.close()
+    assert cancelled.is_set()
+    assert time.perf_counter() - start < 5
+
+
+async def test_aiter_from_sync_does_not_block_the_loop() -> None:
+    def slow() -> Iterator[int]:
+        for i in range(3):
+            time.sleep(0.1)
+            yield i
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    t = asyncio.create_task(ticker())
+    got = [i async for i in aiter_from_sync(slow())]
+    t.cancel()
+    assert got == [0, 1, 2]
+    assert ticks > 10
