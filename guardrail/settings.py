@@ -49,6 +49,9 @@ class Settings(BaseModel):
     cache_ttl: float = Field(default=24 * 3600.0, ge=0, description="GUARDRAIL_CACHE_TTL (seconds)")
     audit_path: Path | None = Field(default=None, description="GUARDRAIL_AUDIT_DB (SQLite file)")
     api_key: SecretStr | None = Field(default=None, description="GUARDRAIL_API_KEY (service bearer token)")
+    max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, gt=0, description="GUARDRAIL_MAX_BODY_BYTES (service request body cap)"
+    )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

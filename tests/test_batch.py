@@ -1,0 +1,282 @@
+"""Batch runs: input validation, precision figures, the CSV and HTML reports, and resuming after
+a real subprocess is killed mid-run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from guardrail import Settings, Verifier
+from guardrail.batch import (
+    BatchInputError,
+    Checkpoint,
+    RowResult,
+    arun_batch_file,
+    checkpoint_path,
+    read_rows,
+)
+from guardrail.cli import app
+from tests.fakes import HashEmbedder, OverlapJudge
+from tests.fixtures.server import FixtureServer, Route
+
+runner = CliRunner()
+CLAIM = "At sea level pure water boils at 100 degrees Celsius."
+NO_STORES = {"GUARDRAIL_CACHE": "off", "GUARDRAIL_AUDIT_DB": "off"}
+
+
+def fake_verifier() -> tuple[Verifier, OverlapJudge]:
+    judge = OverlapJudge()
+    settings = Settings(allow_private_hosts=True, cache_path="off", audit_path="off")  # type: ignore[arg-type]
+    return Verifier(judge=judge, embedder=HashEmbedder(), settings=settings), judge
+
+
+def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def mixed_rows(pages: FixtureServer) -> list[dict | str]:
+    u = pages.url
+    return [
+        {"id": "c1", "claim": CLAIM, "urls": [u("/boiling"), u("/old-report"), u("/gone-404"), u("/tomatoes")]},
+        {"id": "c2", "claim": "Titanic was directed by James Cameron.", "urls": [u("/titanic"), u("/gone-410")]},
+        "",
+        {
+            "id": "a1",
+            "answer": "Water boils at 100 degrees Celsius at sea level [1]. Ice melts at 0 degrees Celsius [2].",
+            "sources": [u("/boiling"), u("/old-report")],
+        },
+        {"id": 7, "answer": "Nothing to cite here."},
+    ]
+
+
+# -- input ------------------------------------------------------------------------------------
+
+
+def test_bad_rows_are_reported_with_their_line_numbers(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {"id": "ok", "claim": "A claim.", "urls": ["https://example.org/"]},
+            "{not json",
+            {"id": "x", "claim": "A claim."},
+            {"id": "ok", "claim": "Again.", "urls": ["https://example.org/"]},
+            {"id": "y", "claim": "A claim.", "answer": "Both?"},
+            {"id": "z", "answer": "A [1].", "sources": ["not a url"]},
+            '["a list"]',
+            {"id": True, "answer": "A."},
+        ],
+    )
+    with pytest.raises(BatchInputError) as info:
+        read_rows(path)
+    message = str(info.value)
+    assert message.startswith("7 bad line(s)")
+    for line, words in [
+        (2, "invalid JSON"),
+        (3, "'urls'"),
+        (4, "duplicate id 'ok' (first on line 1)"),
+        (5, "either 'claim'"),
+        (6, "sources[0]"),
+        (7, "JSON object"),
+        (8, "'id' must be"),
+    ]:
+        assert f"{path}:{line}: " in message and words in message.split(f"{path}:{line}: ")[1].split("\n")[0]
+    assert f"{path}:1:" not in message
+
+
+def test_cli_rejects_bad_input_before_verifying(tmp_path: Path, pages: FixtureServer) -> None:
+    before = pages.hits.get("/gone-410", 0)
+    path = write_jsonl(
+        tmp_path / "in.jsonl", [{"id": 1, "claim": CLAIM, "urls": [pages.url("/gone-410")]}, {"id": 2, "claim": ""}]
+    )
+    result = runner.invoke(app, ["batch", str(path), "--out", str(tmp_path / "r.csv")], env=NO_STORES)
+    assert result.exit_code == 2
+    assert f"{path}:2: 'claim' must be a non-empty string" in result.stderr.replace("\n", "")
+    assert pages.hits.get("/gone-410", 0) == before and not (tmp_path / "r.csv").exists()
+
+
+# -- figures and reports ----------------------------------------------------------------------
+
+
+async def test_precision_figures_and_csv(tmp_path: Path, pages: FixtureServer) -> None:
+    verifier, _ = fake_verifier()
+    path = write_jsonl(tmp_path / "outputs.jsonl", mixed_rows(pages))
+    out = tmp_path / "report.csv"
+    result = await arun_batch_file(path, out, verifier=verifier, concurrency=3)
+    summary = result.summary
+    assert summary.lines() == ["citation_precision=0.3750 (3/8)", "reachable_precision=0.5000 (3/6)"]
+    assert summary.labels == {"supported": 3, "contradicted": 2, "not_found": 1, "unreachable": 2}
+    assert summary.reasons["http_404"] == 1 and summary.reasons["http_410"] == 1
+    assert summary.rows == 4 and summary.rows_failed == 0
+    with out.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["id"], r["label"]) for r in rows] == [
+        ("c1", "supported"),
+        ("c1", "contradicted"),
+        ("c1", "unreachable"),
+        ("c1", "not_found"),
+        ("c2", "supported"),
+        ("c2", "unreachable"),
+        ("a1", "supported"),
+        ("a1", "contradicted"),
+        ("7", ""),
+    ]
+    assert rows[-1]["reason"] == "no_citations"  # a row without citations is listed, not dropped
+    assert rows[1]["url"] == pages.url("/old-report") and "50 degrees" in rows[1]["evidence_quote"]
+    assert rows[7]["claim_index"] == "1" and rows[7]["claim"].startswith("Ice melts")
+
+
+async def test_html_report_is_self_contained_and_escaped(tmp_path: Path, pages: FixtureServer) -> None:
+    site = FixtureServer(
+        {
+            "/evil.txt": Route(
+                body="<script>alert('page')</script> At sea level pure water boils at 100 degrees Celsius.",
+                content_type="text/plain; charset=utf-8",
+            )
+        }
+    ).start()
+    try:
+        rows = mixed_rows(pages)
+        rows.append({"id": "<img src=x onerror=alert(1)>", "claim": CLAIM, "urls": [site.url("/evil.txt")]})
+        rows.append(
+            {
+                "id": "a-evil",
+                "answer": 'Water boils at 100 degrees Celsius <script>alert("answer")</script> [1].',
+                "sources": [pages.url("/boiling")],
+            }
+        )
+        verifier, _ = fake_verifier()
+        path = write_jsonl(tmp_path / "outputs.jsonl", rows)
+        result = await arun_batch_file(path, tmp_path / "r.csv", verifier=verifier, html_path=tmp_path / "r.html")
+    finally:
+        site.stop()
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    s = result.summary
+    assert f"{s.citation_precision:.4f}" in page and f"({s.supported}/{s.citations})" in page
+    assert f"({s.supported}/{s.reachable})" in page
+    # No script, no external asset, nothing from pages or answers left unescaped.
+    assert "<script" not in page.lower() and "<img" not in page.lower()
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert not re.search(r'<[a-z]+[^>]*\s(?:src|href)="(?!https?://)', page)  # only http(s) links, no sources
+    assert "&lt;script&gt;alert(&#x27;page&#x27;)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(&quot;answer&quot;)&lt;/script&gt;" in page
+    assert "default-src 'none'" in page
+    # The bar chart: one bar per label, sized by its share of the citations.
+    assert page.count('class="fill fill--') == 4
+    assert f"width:{100 * s.labels['supported'] / s.citations:.1f}%" in page
+    # The contradicted citations come first, with their evidence quotes.
+    contradicted = page.index("Contradicted citations (2)")
+    assert page.index("According to the report, water boils at 50 degrees Celsius") > contradicted
+    articles = [chunk.split('"', 1)[0] for chunk in page.split('<article class="')[1:]]
+    assert articles[:2] == ["row row--contradicted"] * 2 and "row row--contradicted" not in articles[2:]
+    # Each answer is shown with its badges (real markup), its own text escaped.
+    answer_div = page.split('<div class="answer">')[1].split("</div>")[0]
+    assert '<span class="citation-verdict citation-verdict--supported" title="' in answer_div
+    assert "Water boils at 100 degrees Celsius at sea level [1] <span" in answer_div
+
+
+# -- resuming ---------------------------------------------------------------------------------
+
+
+async def test_resume_skips_rows_in_the_checkpoint(tmp_path: Path, pages: FixtureServer) -> None:
+    path = write_jsonl(tmp_path / "outputs.jsonl", mixed_rows(pages))
+    out = tmp_path / "report.csv"
+    verifier, judge = fake_verifier()
+    first = await arun_batch_file(path, out, verifier=verifier)
+    assert first.summary.rows_resumed == 0 and len(judge.calls) == 3
+    again = await arun_batch_file(path, out, verifier=verifier)
+    assert again.summary.rows_resumed == 4 and len(judge.calls) == 3  # nothing verified again
+    assert again.summary.lines() == first.summary.lines()
+    # A changed row is verified again; the others are not.
+    rows = mixed_rows(pages)
+    rows[1] = {**rows[1], "claim": "Titanic was directed by James Cameron in 1997."}  # type: ignore[dict-item]
+    write_jsonl(path, rows)
+    changed = await arun_batch_file(path, out, verifier=verifier)
+    assert changed.summary.rows_resumed == 3 and len(judge.calls) == 4
+    fresh = await arun_batch_file(path, out, verifier=verifier, fresh=True)
+    assert fresh.summary.rows_resumed == 0 and len(judge.calls) == 7
+
+
+def test_checkpoint_drops_a_torn_last_line_and_retries_failed_rows(tmp_path: Path) -> None:
+    cp = Checkpoint(tmp_path / "r.csv.checkpoint.jsonl")
+    ok = RowResult(id="a", line=1, kind="claim", digest="d1")
+    failed = RowResult(id="b", line=2, kind="claim", digest="d2", error="RuntimeError: boom")
+    cp.append(ok)
+    cp.append(failed)
+    with cp.path.open("a", encoding="utf-8") as fh:
+        fh.write('{"id": "c", "line": 3, "ki')  # killed in the middle of a write
+    assert set(cp.load()) == {"a"}  # the failed row will be retried, the torn line is gone
+    assert cp.path.read_text(encoding="utf-8").endswith("}\n")
+    cp.append(RowResult(id="c", line=3, kind="claim", digest="d3"))
+    assert set(cp.load()) == {"a", "c"}
+
+
+def test_resume_after_killing_a_real_run(tmp_path: Path) -> None:
+    site = FixtureServer(
+        {
+            "/r1": Route(status=410, body="gone"),
+            "/r2": Route(status=404, body="missing"),
+            "/slow": Route(status=410, body="gone", delay=60.0),
+            "/r4": Route(status=410, body="gone"),
+        }
+    ).start()
+    try:
+        rows = [
+            {"id": f"row{n}", "claim": CLAIM, "urls": [site.url(p)]}
+            for n, p in enumerate(["/r1", "/r2", "/slow", "/r4"], 1)
+        ]
+        path = write_jsonl(tmp_path / "outputs.jsonl", rows)  # type: ignore[arg-type]
+        out = tmp_path / "report.csv"
+        cmd = [
+            sys.executable,
+            "-m",
+            "guardrail.cli",
+            "batch",
+            str(path),
+            "--out",
+            str(out),
+            "--concurrency",
+            "1",
+            "--allow-private-hosts",
+        ]
+        env = {**os.environ, **NO_STORES, "GUARDRAIL_JUDGE": ""}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        cp = checkpoint_path(out)
+        deadline = time.monotonic() + 60
+        try:
+            while not (site.hits.get("/slow") and cp.exists() and cp.read_text().count("\n") == 2):
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "the run never reached the slow row"
+                time.sleep(0.05)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=30)
+        assert not out.exists()  # killed before the end: only the checkpoint exists
+        assert site.hits == {"/r1": 1, "/r2": 1, "/slow": 1}
+
+        site.routes["/slow"] = Route(status=410, body="gone")
+        rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 0, rerun.stderr
+        assert site.hits == {"/r1": 1, "/r2": 1, "/slow": 2, "/r4": 1}  # finished rows were not fetched again
+        assert "citation_precision=0.0000 (0/4)" in rerun.stdout
+        assert "reachable_precision=n/a (0/0)" in rerun.stdout
+        assert "4 rows (2 from the checkpoint, 0 failed)" in rerun.stdout
+        with out.open(newline="", encoding="utf-8") as fh:
+            assert [(r["id"], r["reason"]) for r in csv.DictReader(fh)] == [
+                ("row1", "http_410"),
+                ("row2", "http_404"),
+                ("row3", "http_410"),
+                ("row4", "http_410"),
+            ]
+    finally:
+        site.stop()

@@ -1,0 +1,68 @@
+"""SingleFlightFetcher: concurrent callers share one fetch of a URL, and cancellation of one
+caller never breaks the others."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from guardrail.fetch.direct import DirectFetcher
+from guardrail.fetch.shared import SingleFlightFetcher
+from tests.fixtures.server import FixtureServer, Route
+
+
+@pytest.fixture
+def site() -> Iterator[FixtureServer]:
+    server = FixtureServer(
+        {
+            "/slow": Route(body="<html><body><p>Slow page about water.</p></body></html>", delay=0.4),
+            "/fast": Route(body="<html><body><p>Fast page.</p></body></html>"),
+        }
+    ).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def shared() -> SingleFlightFetcher:
+    return SingleFlightFetcher(DirectFetcher(allow_private_hosts=True))
+
+
+async def test_concurrent_callers_share_one_fetch(site: FixtureServer) -> None:
+    fetcher = shared()
+    slow, fast = site.url("/slow"), site.url("/fast")
+    results = await asyncio.gather(*(fetcher.fetch_all([slow, fast, slow]) for _ in range(5)))
+    assert site.hits["/slow"] == 1 and site.hits["/fast"] == 1
+    assert all(list(r) == [slow, fast] and r[slow].original_status == 200 for r in results)
+    await fetcher.fetch_all([slow])  # nothing is kept once done: a later call fetches again
+    assert site.hits["/slow"] == 2
+
+
+async def test_a_cancelled_waiter_does_not_cancel_the_fetch(site: FixtureServer) -> None:
+    fetcher = shared()
+    url = site.url("/slow")
+    owner = asyncio.create_task(fetcher.fetch_all([url]))
+    await asyncio.sleep(0.05)
+    waiter = asyncio.create_task(fetcher.fetch_all([url]))
+    await asyncio.sleep(0.05)
+    waiter.cancel()
+    page = (await owner)[url]
+    assert page.original_status == 200 and site.hits["/slow"] == 1
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+
+
+async def test_when_the_fetching_caller_is_cancelled_waiters_fetch_themselves(site: FixtureServer) -> None:
+    fetcher = shared()
+    url = site.url("/slow")
+    owner = asyncio.create_task(fetcher.fetch_all([url]))
+    await asyncio.sleep(0.05)
+    waiter = asyncio.create_task(fetcher.fetch_all([url]))
+    await asyncio.sleep(0.05)
+    owner.cancel()
+    page = (await waiter)[url]
+    assert page.original_status == 200 and "Slow page" in page.text
+    assert site.hits["/slow"] == 2
