@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -74,6 +76,53 @@ class MiniLMEmbedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+class CachingEmbedder:
+    """Wraps an Embedder with a bounded in-memory LRU of vectors keyed by text.
+
+    Pages cited again (the page cache makes them cheap to fetch) would otherwise be
+    re-embedded passage by passage on every answer; with this only new texts reach the
+    model. Thread-safe; the cache is per instance.
+    """
+
+    def __init__(self, inner: Embedder, max_entries: int = 20_000) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self.inner = inner
+        self.name = inner.name
+        self.max_entries = max_entries
+        self._vectors: OrderedDict[bytes, Matrix] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.sha1(text.encode("utf-8", "surrogatepass")).digest()
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        keys = [self._key(t) for t in texts]
+        with self._lock:
+            found = {k: self._vectors[k] for k in keys if k in self._vectors}
+            for k in found:
+                self._vectors.move_to_end(k)
+        missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in found))
+        # Embed each missing text once, even when it appears several times in this batch.
+        first_index: dict[bytes, int] = {}
+        for i in missing:
+            first_index.setdefault(keys[i], i)
+        if first_index:
+            fresh = self.inner.embed([texts[i] for i in first_index.values()])
+            new = dict(zip(first_index, fresh, strict=True))
+            found.update(new)
+            with self._lock:
+                for k, v in new.items():
+                    self._vectors[k] = v
+                    self._vectors.move_to_end(k)
+                while len(self._vectors) > self.max_entries:
+                    self._vectors.popitem(last=False)
+        if not keys:
+            return self.inner.embed([])
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
 
 def top_k(query: Matrix, candidates: Matrix, k: int) -> list[int]:

@@ -118,3 +118,31 @@ class TestSettings:
         s = Settings.from_env({"OPENAI_API_KEY": "sk-very-secret", "CRAWLBASE_TOKEN": "tok-very-secret"})
         assert "very-secret" not in repr(s) and "very-secret" not in s.model_dump_json()
         assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == "sk-very-secret"
+
+
+class TestCachingEmbedder:
+    def test_only_new_texts_reach_the_model_and_order_is_kept(self) -> None:
+        from guardrail.retrieval import CachingEmbedder
+        from tests.fakes import HashEmbedder
+
+        inner = HashEmbedder()
+        cached = CachingEmbedder(inner)
+        first = cached.embed(["alpha beta", "gamma", "alpha beta"])
+        assert inner.batches == [2]  # the repeated text is embedded once
+        second = cached.embed(["gamma", "delta", "alpha beta"])
+        assert inner.batches == [2, 1]
+        assert (second[0] == first[1]).all() and (second[2] == first[0]).all()
+        assert (second[1] == inner.embed(["delta"])[0]).all()
+
+    def test_lru_bound(self) -> None:
+        from guardrail.retrieval import CachingEmbedder
+        from tests.fakes import HashEmbedder
+
+        inner = HashEmbedder()
+        cached = CachingEmbedder(inner, max_entries=2)
+        cached.embed(["a", "b"])
+        cached.embed(["a"])  # a is now the most recent
+        cached.embed(["c"])  # evicts b
+        cached.embed(["a", "b"])
+        assert inner.batches == [2, 1, 1]
+        assert cached.embed([]).shape[0] == 0
