@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 from guardrail.extract import ExtractedAnswer, Source, extract_claims, needs_grounding, normalize_sources, stream_cut
+from guardrail.grounding import (
+    CheckGroundingRequest,
+    CheckGroundingResponse,
+    GroundingFact,
+    GroundingJudgeError,
+    GroundingLimitError,
+    GroundingSpec,
+    acheck_grounding,
+    check_grounding,
+)
 from guardrail.policy import (
     Action,
     AppliedAction,
@@ -25,17 +35,22 @@ from guardrail.schema import (
     Reason,
     Reference,
     SourceInfo,
+    TextReport,
     UrlVerdict,
 )
 from guardrail.settings import ConfigurationError, Settings
+from guardrail.streaming import AnswerStream, StreamPiece, merge_reports
 from guardrail.verifier import ClaimTask, Fact, PageMemo, Verifier
 
 __all__ = [
     "Action",
     "AnswerClaim",
     "AnswerReport",
+    "AnswerStream",
     "AppliedAction",
     "Badges",
+    "CheckGroundingRequest",
+    "CheckGroundingResponse",
     "CitationBlocked",
     "CitationRef",
     "ClaimReport",
@@ -44,6 +59,10 @@ __all__ = [
     "ExtractedAnswer",
     "Fact",
     "FetchedPage",
+    "GroundingFact",
+    "GroundingJudgeError",
+    "GroundingLimitError",
+    "GroundingSpec",
     "GuardedAnswer",
     "JudgeRequest",
     "JudgeVerdict",
@@ -55,10 +74,15 @@ __all__ = [
     "Settings",
     "Source",
     "SourceInfo",
+    "StreamPiece",
+    "TextReport",
     "UrlVerdict",
     "Verifier",
+    "acheck_grounding",
     "apply_policy",
+    "check_grounding",
     "extract_claims",
+    "merge_reports",
     "needs_grounding",
     "normalize_sources",
     "render_badge",

@@ -5,18 +5,23 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from guardrail.cli_audit import audit_app, open_stores, replay_command
 from guardrail.schema import ClaimReport, Label
 from guardrail.settings import ConfigurationError, Settings
+
+if TYPE_CHECKING:
+    from guardrail.verifier import Verifier
 
 app = typer.Typer(
     name="guardrail",
@@ -67,6 +72,15 @@ def load_settings(allow_private_hosts: bool = False) -> Settings:
     if allow_private_hosts:
         settings = settings.model_copy(update={"allow_private_hosts": True})
     return settings
+
+
+def warn_if_no_judge(verifier: Verifier) -> None:
+    """Say clearly, on stderr, when nothing can be judged (rather than letting every label read not_found)."""
+    if verifier.judge is None:
+        err.print(
+            "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
+            "embedded model); pages are fetched but nothing can be judged."
+        )
 
 
 def _label_text(label: Label) -> str:
@@ -125,11 +139,7 @@ def verify(
     stores = open_stores(settings, cache=cache, audit=audit)
     try:
         verifier = Verifier(settings=settings, fetcher=stores.fetcher(settings), recorders=stores.recorders())
-        if verifier.judge is None:
-            err.print(
-                "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
-                "embedded model); pages are fetched but nothing can be judged."
-            )
+        warn_if_no_judge(verifier)
         report = verifier.verify(claim, urls)
     except (ConfigurationError, ValueError) as exc:
         raise bad_input(str(exc)) from None
@@ -252,11 +262,7 @@ def check(
     stores = open_stores(settings, cache=cache, audit=audit)
     try:
         verifier = Verifier(settings=settings, fetcher=stores.fetcher(settings), recorders=stores.recorders())
-        if verifier.judge is None:
-            err.print(
-                "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
-                "embedded model); pages are fetched but nothing can be judged."
-            )
+        warn_if_no_judge(verifier)
         report = verifier.verify_answer(answer, sources)
     except (ConfigurationError, ValueError, TypeError) as exc:
         raise bad_input(str(exc)) from None
@@ -274,6 +280,152 @@ def check(
         stores.hint()
     if guarded.blocked:
         raise typer.Exit(EXIT_BLOCKED)
+
+
+@app.command()
+def demo(
+    policy: Annotated[
+        PolicyChoice,
+        typer.Option(
+            "--policy", help="The policy preset to apply (see `guardrail check --help`).", case_sensitive=False
+        ),
+    ] = PolicyChoice.default,
+) -> None:
+    """Guard a bundled answer end to end, offline and with no keys: its citations point at pages this
+    command serves on 127.0.0.1, and the embedded judge decides."""
+    from guardrail.demo import LoopbackSite, demo_answer, demo_routes
+    from guardrail.fetch.direct import DirectFetcher
+    from guardrail.policy import Policy, apply_policy
+    from guardrail.verifier import Verifier
+
+    settings = load_settings()
+    with LoopbackSite(demo_routes()) as site:
+        # Only the demo's own origin is let through the SSRF guard, not loopback in general.
+        fetcher = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
+        verifier = Verifier(settings=settings, fetcher=fetcher)
+        warn_if_no_judge(verifier)
+        answer = demo_answer(site)
+        out.rule("the model's answer")
+        out.print(Text(answer.rstrip()))
+        with err.status("verifying citations (the first run loads the embedded models)..."):
+            started = time.perf_counter()
+            report = verifier.verify_answer(answer)
+            elapsed = time.perf_counter() - started
+    guarded = apply_policy(report, Policy.preset(policy.value))
+    out.rule(f"guarded answer (policy: {policy.value})")
+    out.print(Text(guarded.text.rstrip()))
+    out.rule("report")
+    table = Table(show_lines=True, expand=True)
+    table.add_column("claim", overflow="fold", ratio=3)
+    table.add_column("citation", overflow="fold", ratio=2)
+    table.add_column("label", no_wrap=True)
+    table.add_column("reason / evidence quote", overflow="fold", ratio=4)
+    for claim in report.claims:
+        for verdict in claim.verdicts:
+            table.add_row(
+                escape(claim.text),
+                escape(verdict.url.replace(site.base, "")),
+                _label_text(verdict.label),
+                escape(verdict.evidence_quote or verdict.reason or ""),
+            )
+    out.print(table)
+    judge = verifier.judge
+    out.print(
+        f"overall: {_label_text(report.overall)} in {elapsed:.1f} s "
+        f"(judge: {judge.name + ' / ' + judge.model if judge else 'none'}, embedder: {verifier.embedder.name})"
+    )
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.", min=1, max=65535)] = 8000,
+    workers: Annotated[
+        int, typer.Option("--workers", help="Worker processes (each loads the models once).", min=1)
+    ] = 1,
+    allow_private_hosts: AllowPrivate = False,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option("--max-body-bytes", help="Request body cap (default GUARDRAIL_MAX_BODY_BYTES, 8 MiB).", min=1),
+    ] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the HTTP API: /verify, /v1/check-grounding (Vertex compatible), /v1/guard, /health, /docs."""
+    import os
+
+    import uvicorn
+
+    # The app is built by a factory in each worker process: flags travel as environment settings.
+    if allow_private_hosts:
+        os.environ["GUARDRAIL_ALLOW_PRIVATE_HOSTS"] = "1"
+    if max_body_bytes is not None:
+        os.environ["GUARDRAIL_MAX_BODY_BYTES"] = str(max_body_bytes)
+    settings = load_settings(allow_private_hosts)
+    if host not in ("127.0.0.1", "localhost", "::1") and settings.api_key is None:
+        err.print(
+            f"[yellow]warning:[/yellow] listening on {escape(host)} without GUARDRAIL_API_KEY: anyone who can "
+            "reach this port can make the service fetch URLs."
+        )
+    uvicorn.run(
+        "guardrail.server:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+    )
+
+
+@app.command()
+def batch(
+    input_file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="OUTPUTS.jsonl", help='JSON lines: {"id", "claim", "urls"} or {"id", "answer", "sources"?}.'
+        ),
+    ],
+    out_path: Annotated[Path, typer.Option("--out", help="The CSV report: one row per citation.", dir_okay=False)],
+    html_out: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.", dir_okay=False)
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Rows verified at once.", min=1)] = 4,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier run and verify every row again.")
+    ] = False,
+    allow_private_hosts: AllowPrivate = False,
+    cache: Annotated[
+        bool, typer.Option("--cache/--no-cache", help="Use the page cache, as for `guardrail verify`.")
+    ] = True,
+    audit: Annotated[
+        bool, typer.Option("--audit/--no-audit", help="Record decisions in the audit store, as for `verify`.")
+    ] = True,
+) -> None:
+    """Verify every row of a JSONL file and report citation precision (supported / all citations).
+
+    Resumable: each finished row is checkpointed next to --out (OUT.checkpoint.jsonl); a rerun skips
+    the rows already done. Exit 0 when every row was verified, 1 when some failed, 2 on bad input.
+    """
+    from guardrail.batch import BatchInputError, run_batch_cli
+
+    try:
+        code = run_batch_cli(
+            input_file,
+            out_path,
+            html_path=html_out,
+            concurrency=concurrency,
+            fresh=fresh,
+            settings=load_settings(allow_private_hosts),
+            cache=cache,
+            audit=audit,
+            console=out,
+            err_console=err,
+        )
+    except BatchInputError as exc:
+        raise bad_input(str(exc)) from None
+    except ConfigurationError as exc:
+        raise bad_input(str(exc)) from None
+    if code:
+        raise typer.Exit(code)
 
 
 app.command("replay")(replay_command)

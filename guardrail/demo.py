@@ -8,6 +8,7 @@ allowed through the SSRF guard.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +27,14 @@ class Route:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     handler: Handler | None = None
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that hangs up early (the fetcher does not read 4xx bodies) is not an error.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class LoopbackSite:
@@ -72,7 +81,7 @@ class LoopbackSite:
                     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                         self.wfile.write(body)
 
-        self._httpd = ThreadingHTTPServer((host, 0), _Handler)
+        self._httpd = _QuietServer((host, 0), _Handler)
         self._httpd.daemon_threads = True
         self.host = host
         self.port = self._httpd.server_address[1]
@@ -163,20 +172,22 @@ TITANIC = article(
 )
 
 
-DEMO_ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. At the altitude of Denver it boils \
-at about 95 degrees Celsius [1]. Some older sources even claim that water boils at 50 degrees Celsius \
-at sea level [2].
+DEMO_ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. In Denver it boils at about 95 degrees \
+Celsius [1]. A pressure cooker lets water reach 150 degrees Celsius before it boils [1].
 
-*Titanic* (1997) was directed by [James Cameron]({base}/titanic) and starred Brad Pitt and Kate \
-Winslet ({base}/titanic). Its original cut is described in detail at {base}/titanic-directors-cut.
+*Titanic* (1997) was directed by [James Cameron]({base}/titanic). It starred Brad Pitt and Kate \
+Winslet ([film notes]({base}/titanic)). Its first cut ran for more than four hours \
+({base}/titanic-first-cut).
 
 [1]: {base}/boiling
-[2]: {base}/old-report
 """
+"""A model's answer with one citation of each kind of verdict: supported (the first two
+sentences, James Cameron), contradicted (150 vs 120 degrees), not_found (Brad Pitt is not in the
+page) and unreachable (the first-cut page does not exist)."""
 
 
 def demo_routes() -> dict[str, Route]:
-    """The pages the demo answer cites (the director's-cut page is deliberately missing: a dead link)."""
+    """The pages the demo answer cites (the first-cut page is deliberately missing: a dead link)."""
     return {
         "/boiling": Route(body=BOILING),
         "/old-report": Route(body=OLD_REPORT),

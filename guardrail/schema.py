@@ -51,6 +51,8 @@ class Reason(str, Enum):
     no_judge_configured = "no_judge_configured"
     no_citations = "no_citations"
     unresolved_citation = "unresolved_citation"
+    insufficient_support = "insufficient_support"
+    nothing_to_check = "nothing_to_check"
 
     def __str__(self) -> str:
         return self.value
@@ -75,6 +77,9 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     Reason.no_judge_configured.value: "No judge is available, so nothing could be judged.",
     Reason.no_citations.value: "The claim has no citation to check.",
     Reason.unresolved_citation.value: "A marker such as [3] that no reference or source resolves.",
+    Reason.insufficient_support.value: "Too few of a text's sentences are supported by the source it came "
+    "from (Verifier.averify_texts); the supported share is in the report.",
+    Reason.nothing_to_check.value: "The text holds no sentence to check, so its source was not judged.",
 }
 
 
@@ -239,3 +244,21 @@ class AnswerReport(BaseModel):
     )
     references_end: int | None = Field(default=None, description="UTF-8 byte offset just past that section.")
     sources: list[SourceInfo] = Field(default_factory=list, description="The sources passed in, as understood.")
+
+
+class TextReport(BaseModel):
+    """Whether one source (still) supports a whole text written from it, such as a retrieved chunk:
+    the text's sentences checked as claims against the source (``Verifier.averify_texts``)."""
+
+    source: str = Field(description="The URL checked, or 'fact:<n>' for given text.")
+    label: Label
+    reason: str | None = None
+    evidence_quote: str | None = Field(
+        default=None, description="A quote behind the label: the first contradiction, else the first support."
+    )
+    final_url: str | None = None
+    original_status: int | None = None
+    sentences_checked: int = 0
+    sentences_supported: int = 0
+    sentences_contradicted: int = 0
+    claims: list[ClaimReport] = Field(default_factory=list, description="One report per sentence checked.")

@@ -12,14 +12,14 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from guardrail.aggregate import aggregate
+from guardrail.aggregate import aggregate, aggregate_text
 from guardrail.extract import extract_claims
 from guardrail.fetch.base import Fetcher
 from guardrail.fetch.interpret import interpret
 from guardrail.guard import apply_quote_guard
 from guardrail.judges.base import Judge
 from guardrail.passages import split_passages
-from guardrail.retrieval import Embedder, MiniLMEmbedder, top_k
+from guardrail.retrieval import CachingEmbedder, Embedder, MiniLMEmbedder, top_k
 from guardrail.schema import (
     AnswerClaim,
     AnswerReport,
@@ -30,6 +30,7 @@ from guardrail.schema import (
     JudgeVerdict,
     Label,
     Reason,
+    TextReport,
     UrlVerdict,
 )
 from guardrail.settings import ConfigurationError, Settings
@@ -149,7 +150,7 @@ class Verifier:
             settings = settings.model_copy(update={"top_k": top_k})
         self.settings = settings
         self.fetcher: Fetcher = fetcher or _default_fetcher(settings)
-        self.embedder: Embedder = embedder or MiniLMEmbedder()
+        self.embedder: Embedder = embedder or CachingEmbedder(MiniLMEmbedder())
         self._judge = judge
         self._judge_resolved = judge is not None
         self.recorders = list(recorders)
@@ -187,6 +188,11 @@ class Verifier:
     def verify_many(self, tasks: Sequence[ClaimTask]) -> list[ClaimReport]:
         """Synchronous :meth:`averify_many`."""
         return run_sync(lambda: self.averify_many(tasks))
+
+    async def aprefetch(self, urls: Sequence[str], memo: PageMemo) -> None:
+        """Fetch ``urls`` into ``memo`` now (each once), so that later calls given the same memo
+        find them fetched: lets I/O start early while judging is deliberately queued."""
+        await self._fetch(list(dict.fromkeys(u.strip() for u in urls if u and u.strip())), memo)
 
     async def averify_answer(
         self,
@@ -268,6 +274,96 @@ class Verifier:
         """Synchronous :meth:`averify_answer`."""
         return run_sync(
             lambda: self.averify_answer(answer, sources, memo=memo, url_key=url_key, cite_unmarked=cite_unmarked)
+        )
+
+    async def averify_texts(
+        self,
+        items: Sequence[tuple[str, Evidence]],
+        *,
+        memo: PageMemo | None = None,
+        min_supported: float = 0.5,
+        max_sentences: int | None = 12,
+    ) -> list[TextReport]:
+        """Whether each source still supports a text written from it (a retrieved chunk and the
+        page it was indexed from): one :class:`TextReport` per ``(text, url_or_fact)``, in order.
+
+        The text's sentences that assert something (as :func:`guardrail.extract.extract_claims`
+        finds them; when none does, every sentence with letters) are checked as claims against the
+        source - at most ``max_sentences`` of them, spread evenly over the text - and combined by
+        :func:`guardrail.aggregate.aggregate_text`. All items are checked together: every unique
+        URL fetched once, one judge call. A text with nothing to check gets ``not_found`` /
+        ``nothing_to_check`` and its source is not fetched.
+        """
+        if not 0.0 < min_supported <= 1.0:
+            raise ValueError(f"min_supported must be in (0, 1], got {min_supported}")
+        if max_sentences is not None and max_sentences < 1:
+            raise ValueError("max_sentences must be at least 1 (or None for all)")
+        tasks: list[ClaimTask] = []
+        spans: list[tuple[int, int]] = []
+        sources: list[str] = []
+        for n, item in enumerate(items):
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise TypeError(f"items[{n}] must be a (text, url or Fact) pair")
+            text, ev = item
+            if not isinstance(text, str):
+                raise TypeError(f"items[{n}]: the text must be a string, not {type(text).__name__}")
+            if isinstance(ev, str):
+                ev = ev.strip()
+                sources.append(ev)
+            elif isinstance(ev, Fact):
+                sources.append(ev.source)
+            else:
+                raise TypeError(f"items[{n}]: the source must be a URL string or a Fact, not {type(ev).__name__}")
+            sentences = _text_sentences(text, max_sentences)
+            spans.append((len(tasks), len(tasks) + len(sentences)))
+            tasks.extend(ClaimTask(claim=sentence, evidence=[ev]) for sentence in sentences)
+        reports = await self.averify_many(tasks, memo=memo) if tasks else []
+        out: list[TextReport] = []
+        for (start, end), source in zip(spans, sources, strict=True):
+            claims = reports[start:end]
+            if not claims:
+                out.append(TextReport(source=source, label=Label.not_found, reason=Reason.nothing_to_check.value))
+                continue
+            verdicts = [c.citations[0] for c in claims]
+            label = aggregate_text([v.label for v in verdicts], min_supported)
+            supported = [v for v in verdicts if v.label == Label.supported]
+            contradicted = [v for v in verdicts if v.label == Label.contradicted]
+            quote = next((v.evidence_quote for v in contradicted + supported if v.evidence_quote), None)
+            reason: str | None = None
+            if label in (Label.unreachable, Label.not_found):
+                reasons = [v.reason for v in verdicts if v.reason]
+                # A page-level outcome (http_404, soft_404, no judge) is the same for every sentence.
+                if reasons and len(reasons) == len(verdicts) and len(set(reasons)) == 1:
+                    reason = reasons[0]
+                elif supported:
+                    reason = Reason.insufficient_support.value
+            out.append(
+                TextReport(
+                    source=source,
+                    label=label,
+                    reason=reason,
+                    evidence_quote=quote,
+                    final_url=verdicts[0].final_url,
+                    original_status=verdicts[0].original_status,
+                    sentences_checked=len(verdicts),
+                    sentences_supported=len(supported),
+                    sentences_contradicted=len(contradicted),
+                    claims=list(claims),
+                )
+            )
+        return out
+
+    def verify_texts(
+        self,
+        items: Sequence[tuple[str, Evidence]],
+        *,
+        memo: PageMemo | None = None,
+        min_supported: float = 0.5,
+        max_sentences: int | None = 12,
+    ) -> list[TextReport]:
+        """Synchronous :meth:`averify_texts`."""
+        return run_sync(
+            lambda: self.averify_texts(items, memo=memo, min_supported=min_supported, max_sentences=max_sentences)
         )
 
     # -- stages --------------------------------------------------------------
@@ -480,6 +576,21 @@ class Verifier:
                 recorder(record)
             except Exception:
                 log.exception("audit recorder failed")
+
+
+def _text_sentences(text: str, limit: int | None) -> list[str]:
+    """The sentences of a text to check against its source, at most ``limit``, spread evenly."""
+    claims = extract_claims(text, cite_unmarked=False).claims
+    sentences = [c.plain_text or c.text for c in claims if c.grounding_check_required]
+    if not sentences:
+        sentences = [c.plain_text or c.text for c in claims if any(ch.isalpha() for ch in c.plain_text or c.text)]
+    sentences = [s.strip() for s in sentences if s.strip()]
+    if limit is not None and len(sentences) > limit:
+        if limit == 1:
+            return [sentences[0]]
+        step = (len(sentences) - 1) / (limit - 1)
+        sentences = [sentences[round(i * step)] for i in range(limit)]
+    return sentences
 
 
 def _citation_evidence(ref: CitationRef) -> Evidence | None:
