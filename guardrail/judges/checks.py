@@ -1,0 +1,559 @@
+"""Deterministic checks for what small NLI models miss: numbers and units, years, negation, names.
+
+Pure functions on text (no model), used by :mod:`guardrail.judges.local` on the evidence a
+verdict rests on, and tested on their own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+# -- sentences ---------------------------------------------------------------
+
+_ABBREVIATIONS = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "prof",
+    "sr",
+    "jr",
+    "st",
+    "vs",
+    "etc",
+    "inc",
+    "ltd",
+    "co",
+    "corp",
+    "no",
+    "vol",
+    "fig",
+    "approx",
+    "e.g",
+    "i.e",
+    "u.s",
+    "u.k",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "gen",
+    "gov",
+    "sen",
+    "rep",
+    "rev",
+    "mt",
+}
+_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(\s+)")
+_NEXT_START = re.compile(r"[\"'\u201c\u2018(\[]?[A-Z0-9\u00c0-\u024f]")
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Spans ``(start, end)`` of the sentences of ``text``: ``text[start:end]`` is each sentence,
+    stripped, so every sentence is an exact substring. Line breaks always end a sentence."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        _line_spans(text, pos, pos + len(line), spans)
+        pos += len(line)
+    return spans
+
+
+def _line_spans(text: str, start: int, stop: int, out: list[tuple[int, int]]) -> None:
+    begin = start
+    for m in _END.finditer(text, start, stop):
+        end = m.start(1)
+        if not _NEXT_START.match(text, m.end()):
+            continue
+        word = re.search(r"([\w.]+)[.!?]+[\"'\u201d\u2019)\]]*$", text[begin:end])
+        if word and text[m.start()] == ".":
+            token = word.group(1).lower().rstrip(".")
+            if token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
+                continue
+        _push(text, begin, end, out)
+        begin = m.end()
+    _push(text, begin, stop, out)
+
+
+def _push(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        out.append((start, end))
+
+
+# -- words -------------------------------------------------------------------
+
+_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:'[a-z]+)?|\d+(?:[.,]\d+)*")
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "by",
+        "for",
+        "with",
+        "as",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "from",
+        "his",
+        "her",
+        "their",
+        "he",
+        "she",
+        "they",
+        "them",
+        "we",
+        "you",
+        "i",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "has",
+        "have",
+        "had",
+        "also",
+        "not",
+        "no",
+        "but",
+        "if",
+        "then",
+        "than",
+        "so",
+        "such",
+        "into",
+        "about",
+        "over",
+        "after",
+        "before",
+        "during",
+        "while",
+        "there",
+        "here",
+        "what",
+        "when",
+        "where",
+        "how",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "may",
+        "might",
+        "must",
+        "do",
+        "does",
+        "did",
+        "just",
+        "only",
+        "very",
+        "more",
+        "most",
+        "other",
+        "some",
+        "any",
+        "all",
+        "each",
+        "both",
+        "one",
+        "s",
+    ]
+)
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased, lightly stemmed words of ``text`` without stopwords."""
+    return {_stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS}
+
+
+def overlap(claim: str, evidence: str) -> float:
+    """Share of the claim's content words that the evidence contains (0..1)."""
+    words = content_words(claim)
+    if not words:
+        return 0.0
+    return len(words & content_words(evidence)) / len(words)
+
+
+def bigram_overlap(claim: str, evidence: str) -> float:
+    """Share of the claim's word bigrams (stopwords kept) that the evidence contains: tells
+    "at sea level" from "above sea level" where single words cannot."""
+
+    def bigrams(text: str) -> set[tuple[str, str]]:
+        words = [_stem(w) for w in _WORD.findall(text)]
+        return set(itertools.pairwise(words))
+
+    grams = bigrams(claim)
+    if not grams:
+        return 0.0
+    return len(grams & bigrams(evidence)) / len(grams)
+
+
+# -- numbers -----------------------------------------------------------------
+
+_NUMBER_WORDS = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "hundred": 100,
+    "dozen": 12,
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "twice": 2,
+    "half": 0.5,
+}
+_SCALES = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_UNITS = {
+    "degree": "degree",
+    "degrees": "degree",
+    "°": "degree",
+    "°c": "degree",
+    "°f": "degree_f",
+    "celsius": "degree",
+    "fahrenheit": "degree_f",
+    "kelvin": "kelvin",
+    "%": "percent",
+    "percent": "percent",
+    "per cent": "percent",
+    "percentage": "percent",
+    "km": "km",
+    "kilometres": "km",
+    "kilometers": "km",
+    "kilometre": "km",
+    "kilometer": "km",
+    "m": "m",
+    "metres": "m",
+    "meters": "m",
+    "metre": "m",
+    "meter": "m",
+    "ft": "ft",
+    "feet": "ft",
+    "foot": "ft",
+    "mi": "mile",
+    "miles": "mile",
+    "mile": "mile",
+    "kg": "kg",
+    "kilograms": "kg",
+    "tonnes": "tonne",
+    "tons": "tonne",
+    "pounds": "lb",
+    "lb": "lb",
+    "years": "year_span",
+    "year": "year_span",
+    "months": "month_span",
+    "days": "day_span",
+    "hours": "hour_span",
+    "minutes": "minute_span",
+    "seconds": "second_span",
+    "people": "people",
+    "episodes": "episode",
+    "songs": "song",
+    "goals": "goal",
+    "points": "point",
+    "votes": "vote",
+    "seats": "seat",
+    "times": "times",
+    "members": "member",
+    "employees": "employee",
+    "students": "student",
+    "$": "usd",
+    "dollars": "usd",
+    "usd": "usd",
+    "€": "eur",
+    "euros": "eur",
+    "£": "gbp",
+    "pounds sterling": "gbp",
+}
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_QUANTITY = re.compile(
+    r"(?P<cur>[$€£])?\s?(?P<num>" + _NUM + r"|(?:" + "|".join(_NUMBER_WORDS) + r")\b)"
+    r"(?:\s*(?P<scale>hundred|thousand|million|billion|trillion)\b)?"
+    r"(?:\s*-?\s*(?P<unit>°[CF]?|%|per cent|[A-Za-z]+))?",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"^(1[0-9]{3}|20[0-9]{2})$")
+_MONTHS = {
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number found in text: its value, a normalised unit (``year`` for years), the raw text."""
+
+    value: float
+    unit: str | None
+    raw: str
+
+
+def quantities(text: str) -> list[Quantity]:
+    """Every number in ``text`` (digits or number words), with scale words applied and a unit
+    when one follows (or a currency sign precedes). Four-digit numbers 1000-2099 without a
+    unit are years."""
+    out: list[Quantity] = []
+    for m in _QUANTITY.finditer(text):
+        raw_num = m.group("num")
+        word = raw_num.lower()
+        if word in _NUMBER_WORDS:
+            if word in ("one", "first", "second", "half") and not m.group("scale") and not m.group("unit"):
+                continue  # "one of", "second half": too common to mean a quantity
+            value = float(_NUMBER_WORDS[word])
+            is_word = True
+        else:
+            try:
+                value = float(raw_num.replace(",", ""))
+            except ValueError:
+                continue
+            is_word = False
+        scale = (m.group("scale") or "").lower()
+        if scale:
+            value *= _SCALES[scale]
+        unit_raw = (m.group("unit") or "").lower()
+        unit: str | None = _UNITS.get(unit_raw)
+        if unit is None and m.group("cur"):
+            unit = _UNITS[m.group("cur")]
+        if unit is None and not is_word and not scale and _YEAR.match(raw_num):
+            unit = "year"
+        if is_word and unit is None and not scale and value < 10:
+            continue  # "three of them" is rarely the fact a claim hinges on
+        out.append(Quantity(value=value, unit=unit, raw=m.group(0).strip()))
+    return out
+
+
+def _same_value(a: float, b: float) -> bool:
+    # Exact up to float noise ("1.84 billion" == "1,840 million"); a year or count off by one is
+    # another value, and rounded prose ("about 1.8 billion") is left to the model.
+    return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def missing_numbers(claim: str, evidence: str) -> list[Quantity]:
+    """Quantities of the claim whose value the evidence does not state (in any unit)."""
+    have = [q.value for q in quantities(evidence)]
+    return [q for q in quantities(claim) if not any(_same_value(q.value, v) for v in have)]
+
+
+def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity] | None:
+    """A claim quantity that the evidence does not state while it states another value for the
+    same unit (``50 degrees`` vs ``100 degrees``): the claim's number and the evidence's."""
+    ev = quantities(evidence)
+    for q in missing_numbers(claim, evidence):
+        if q.unit is None or q.unit == "year":
+            continue
+        for other in ev:
+            if other.unit == q.unit and not _same_value(other.value, q.value):
+                return q, other
+    return None
+
+
+# -- negation ----------------------------------------------------------------
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|nobody|nothing|without|cannot|n't|failed to|unable to|"
+    r"denied|denies|refused|lacks?|absent)\b|n't\b",
+    re.IGNORECASE,
+)
+
+
+def negation_count(text: str) -> int:
+    """How many negation cues ``text`` has."""
+    return len(_NEGATION.findall(text))
+
+
+def negation_flip(claim: str, evidence: str) -> bool:
+    """True when one side is negated and the other is not (parity of negation cues differs)."""
+    return (negation_count(claim) % 2) != (negation_count(evidence) % 2)
+
+
+# -- named entities ------------------------------------------------------------
+
+_CAP_SEQ = re.compile(
+    r"\b[A-Z][\w\u00c0-\u024f'\-]*(?:\s+(?:of|de|da|von|van|the|del|la|le|du)?\s*[A-Z][\w\u00c0-\u024f'\-]*)*"
+)
+_NOT_ENTITY = (
+    STOPWORDS
+    | _MONTHS
+    | {
+        "however",
+        "although",
+        "after",
+        "before",
+        "during",
+        "today",
+        "currently",
+        "later",
+        "early",
+        "in",
+        "on",
+        "at",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "he",
+        "she",
+        "they",
+        "his",
+        "her",
+        "their",
+        "we",
+        "our",
+        "you",
+        "your",
+        "i",
+        "a",
+        "an",
+        "the",
+        "some",
+        "many",
+        "most",
+        "according",
+        "since",
+        "while",
+        "when",
+        "where",
+        "what",
+        "who",
+        "why",
+        "how",
+        "as",
+        "by",
+        "for",
+        "with",
+        "from",
+        "also",
+        "both",
+        "each",
+        "every",
+        "all",
+        "following",
+        "despite",
+        "because",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    }
+)
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised word sequences that look like names (sentence-initial common words dropped)."""
+    found: list[str] = []
+    for m in _CAP_SEQ.finditer(text):
+        words = m.group(0).split()
+        while words and words[0].lower() in _NOT_ENTITY:
+            words = words[1:]
+        while words and words[-1].lower() in _NOT_ENTITY:
+            words = words[:-1]
+        if not words:
+            continue
+        if len(words) == 1 and len(words[0]) < 2:
+            continue
+        found.append(" ".join(words))
+    return list(dict.fromkeys(found))
+
+
+def _entity_present(entity: str, evidence_words: set[str]) -> bool:
+    parts = [w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", entity) if w.lower() not in _NOT_ENTITY]
+    if not parts:
+        return True
+    # A surname alone ("Cameron") or half the words of a long name count as a mention.
+    hits = sum(1 for w in parts if w in evidence_words or _stem(w) in evidence_words)
+    return hits * 2 >= len(parts) or parts[-1] in evidence_words
+
+
+def missing_entities(claim: str, evidence: str) -> list[str]:
+    """Names in the claim of which the evidence mentions none of the distinctive words."""
+    words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", evidence)}
+    words |= {_stem(w) for w in words}
+    return [e for e in entities(claim) if not _entity_present(e, words)]

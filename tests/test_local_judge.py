@@ -1,0 +1,289 @@
+"""The embedded local judge: deterministic checks (no model) and the real model on the seed cases."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
+from guardrail.judges import checks, judge_from_settings
+from guardrail.judges.local import (
+    LocalJudge,
+    LocalJudgeConfig,
+    Scored,
+    build_candidates,
+    decide,
+)
+from tests.fakes import HashEmbedder
+from tests.fixtures.pages import BOILING, TITANIC, UNRELATED
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_model = pytest.mark.skipif(not LocalJudge.available(), reason="local judge weights not installed")
+
+
+def article_text(page: str) -> str:
+    """The article paragraphs of a fixture page, one per paragraph (what a fetcher would extract)."""
+    body = page.split("<article>", 1)[1].split("</article>", 1)[0]
+    paragraphs = [html.unescape(re.sub(r"<[^>]+>", "", p)).strip() for p in re.findall(r"<p>(.*?)</p>", body, re.S)]
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+BOILING_TEXT = article_text(BOILING)
+TITANIC_TEXT = article_text(TITANIC)
+UNRELATED_TEXT = article_text(UNRELATED)
+SEA_LEVEL = (
+    "At standard atmospheric pressure, which is the pressure at sea level, pure water boils "
+    "at 100 degrees Celsius (212 degrees Fahrenheit)."
+)
+
+
+# -- deterministic checks (no model) ---------------------------------------------
+
+
+def test_sentences_are_exact_substrings_and_respect_abbreviations() -> None:
+    text = "Dr. Smith arrived in the U.S. in 1990. He left.\nA new line starts here! Does it? Yes, 3.5 m."
+    spans = checks.sentence_spans(text)
+    sentences = [text[s:e] for s, e in spans]
+    assert sentences == [
+        "Dr. Smith arrived in the U.S. in 1990.",
+        "He left.",
+        "A new line starts here!",
+        "Does it?",
+        "Yes, 3.5 m.",
+    ]
+    for s, e in spans:
+        assert text[s:e] in text
+
+
+def test_quantities_units_scales_and_years() -> None:
+    found = checks.quantities("It grossed $1.84 billion in 1997 and water boils at 100 degrees Celsius; 12% rose.")
+    by_unit = {q.unit: q.value for q in found}
+    assert by_unit["usd"] == pytest.approx(1.84e9)
+    assert by_unit["year"] == 1997
+    assert by_unit["degree"] == 100
+    assert by_unit["percent"] == 12
+
+
+def test_number_absent_from_evidence_is_missing() -> None:
+    missing = checks.missing_numbers("The bridge opened in 1932.", "The bridge opened to traffic in March.")
+    assert [q.value for q in missing] == [1932]
+    assert checks.missing_numbers("It costs 1,600 dollars.", "The price was 1600 dollars.") == []
+    assert checks.missing_numbers("About one hundred people came.", "Some 100 people came.") == []
+
+
+def test_same_unit_other_value_is_a_conflict() -> None:
+    hit = checks.conflicting_quantity("Water boils at 50 degrees Celsius at sea level.", SEA_LEVEL)
+    assert hit is not None
+    assert (hit[0].value, hit[1].value) == (50, 100)
+    assert checks.conflicting_quantity("Water boils at 100 degrees Celsius at sea level.", SEA_LEVEL) is None
+    # A number of another kind is not a conflict, only missing.
+    assert checks.conflicting_quantity("The city has 50 parks.", SEA_LEVEL) is None
+
+
+def test_negation_flip() -> None:
+    assert checks.negation_flip("The drug was not approved in 2010.", "The drug was approved in 2010.")
+    assert checks.negation_flip("Cruz never modelled for L'Oréal.", "Cruz has modelled for L'Oréal.")
+    assert not checks.negation_flip("The drug was approved.", "Regulators approved the drug.")
+    assert not checks.negation_flip("It isn't green.", "It is not green.")
+
+
+def test_missing_entities() -> None:
+    assert checks.entities("It starred Brad Pitt and Kate Winslet.") == ["Brad Pitt", "Kate Winslet"]
+    assert checks.missing_entities("It starred Brad Pitt and Kate Winslet.", TITANIC_TEXT) == ["Brad Pitt"]
+    assert checks.missing_entities("Titanic was directed by James Cameron.", TITANIC_TEXT) == []
+    # A surname alone is a mention of the person.
+    assert checks.missing_entities("Thomas Arnold edits the paper.", "Arnold joined in 1991.") == []
+
+
+def _scored(claim: str, passage: str, probs: dict[str, tuple[float, float, float]]) -> Scored:
+    """A request scored with given probabilities per candidate text (the rest: neutral)."""
+    cands = build_candidates(JudgeRequest(claim=claim, passages=[passage]), LocalJudgeConfig())
+    for c in cands:
+        c.probs = np.asarray(probs.get(c.text, (0.05, 0.9, 0.05)), dtype=np.float32)
+    return Scored(claim=claim, passages=[passage], candidates=cands)
+
+
+def test_candidates_quote_exact_substrings() -> None:
+    request = JudgeRequest(claim="Titanic was directed by James Cameron.", passages=[TITANIC_TEXT, BOILING_TEXT])
+    cands = build_candidates(request, LocalJudgeConfig())
+    kinds = {c.kind for c in cands}
+    assert {"sentence", "window", "passage"} <= kinds
+    for c in cands:
+        if c.quote is not None:
+            assert c.quote in request.passages[c.passage]
+
+
+def test_decide_supported_quotes_the_sentence() -> None:
+    claim = "Titanic was directed by James Cameron."
+    first = TITANIC_TEXT.split("\n\n")[0]
+    verdict = decide(_scored(claim, TITANIC_TEXT, {first: (0.95, 0.04, 0.01)}), LocalJudgeConfig())
+    assert verdict.label == "supported"
+    assert verdict.evidence_quote == first
+
+
+def test_decide_vetoes_support_when_a_number_is_missing() -> None:
+    claim = "Titanic was directed by James Cameron in 2003."
+    first = TITANIC_TEXT.split("\n\n")[0]
+    verdict = decide(_scored(claim, TITANIC_TEXT, {first: (0.95, 0.04, 0.01)}), LocalJudgeConfig())
+    assert verdict.label == "not_found"
+
+
+def test_decide_vetoes_support_when_a_name_is_missing() -> None:
+    claim = "It starred Brad Pitt and Kate Winslet."
+    third = TITANIC_TEXT.split("\n\n")[2]
+    verdict = decide(_scored(claim, TITANIC_TEXT, {third: (0.9, 0.05, 0.05)}), LocalJudgeConfig())
+    assert verdict.label == "not_found"
+
+
+def test_decide_number_conflict_is_contradicted_even_if_model_is_unsure() -> None:
+    verdict = decide(_scored("Water boils at 50 degrees Celsius at sea level.", BOILING_TEXT, {}), LocalJudgeConfig())
+    assert verdict.label == "contradicted"
+    assert verdict.evidence_quote == SEA_LEVEL
+
+
+def test_decide_ignores_contradiction_from_unrelated_sentence() -> None:
+    claim = "Water boils at 100 degrees Celsius at sea level."
+    first = UNRELATED_TEXT.split("\n\n")[0]
+    verdict = decide(_scored(claim, UNRELATED_TEXT, {first: (0.01, 0.04, 0.95)}), LocalJudgeConfig())
+    assert verdict.label == "not_found"
+
+
+def test_unavailable_without_weights(tmp_path: Path) -> None:
+    assert not LocalJudge.available(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    assert not LocalJudge.available(tmp_path)
+
+
+# -- the real model ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def judge() -> LocalJudge:
+    return LocalJudge()
+
+
+class _NoFetch:
+    """Fact evidence only: the verifier must never fetch in these tests."""
+
+    name = "none"
+
+    async def fetch_all(self, urls: object) -> dict:
+        raise AssertionError("nothing should be fetched")
+
+
+def _verify(judge: LocalJudge, claim: str, text: str) -> tuple[Label, str | None]:
+    verifier = Verifier(judge=judge, embedder=HashEmbedder(), fetcher=_NoFetch(), settings=Settings())
+    report = verifier.verify_many([ClaimTask(claim, [Fact(text, source="fixture")])])[0]
+    return report.overall, report.citations[0].evidence_quote
+
+
+@pytest.mark.slow
+@needs_model
+def test_boiling_at_50_is_contradicted_by_the_100_sentence(judge: LocalJudge) -> None:
+    label, quote = _verify(judge, "Water boils at 50 degrees Celsius at sea level.", BOILING_TEXT)
+    assert label == Label.contradicted
+    assert quote == SEA_LEVEL
+
+
+@pytest.mark.slow
+@needs_model
+def test_boiling_at_100_is_supported(judge: LocalJudge) -> None:
+    label, quote = _verify(judge, "Water boils at 100 degrees Celsius at sea level.", BOILING_TEXT)
+    assert label == Label.supported
+    assert quote is not None and "100 degrees Celsius" in quote
+
+
+@pytest.mark.slow
+@needs_model
+def test_titanic_directed_by_cameron_is_supported(judge: LocalJudge) -> None:
+    label, quote = _verify(judge, "Titanic was directed by James Cameron.", TITANIC_TEXT)
+    assert label == Label.supported
+    assert quote is not None and "James Cameron" in quote and quote in TITANIC_TEXT
+
+
+@pytest.mark.slow
+@needs_model
+def test_brad_pitt_is_not_supported(judge: LocalJudge) -> None:
+    label, _ = _verify(judge, "It starred Brad Pitt and Kate Winslet.", TITANIC_TEXT)
+    assert label != Label.supported
+
+
+@pytest.mark.slow
+@needs_model
+@pytest.mark.parametrize(
+    "claim", ["Titanic was directed by James Cameron.", "Water boils at 50 degrees Celsius at sea level."]
+)
+def test_unrelated_passage_is_not_found(judge: LocalJudge, claim: str) -> None:
+    label, _ = _verify(judge, claim, UNRELATED_TEXT)
+    assert label == Label.not_found
+
+
+@pytest.mark.slow
+@needs_model
+async def test_one_call_judges_many_requests_in_order(judge: LocalJudge) -> None:
+    requests = [
+        JudgeRequest(claim="Titanic was directed by James Cameron.", passages=[TITANIC_TEXT]),
+        JudgeRequest(claim="Titanic was directed by James Cameron.", passages=[UNRELATED_TEXT]),
+        JudgeRequest(claim="Water boils at 50 degrees Celsius at sea level.", passages=[BOILING_TEXT]),
+    ]
+    verdicts = await judge.judge(requests)
+    assert [v.label for v in verdicts] == ["supported", "not_found", "contradicted"]
+
+
+@needs_model
+def test_default_judge_is_local() -> None:
+    judge = judge_from_settings(Settings())
+    assert isinstance(judge, LocalJudge)
+    assert judge.name == "local"
+
+
+@pytest.mark.slow
+@needs_model
+def test_loads_and_judges_with_the_network_closed() -> None:
+    script = textwrap.dedent(
+        """
+        import json, socket
+
+        def refuse(*args, **kwargs):
+            raise OSError("network is closed in this test")
+
+        socket.socket.connect = refuse
+        socket.socket.connect_ex = refuse
+        socket.create_connection = refuse
+        from guardrail.judges.local import LocalJudge
+        from guardrail.schema import JudgeRequest
+        passage = "Titanic is a 1997 American film directed, written and produced by James Cameron."
+        verdicts = LocalJudge().judge_sync(
+            [JudgeRequest(claim="Titanic was directed by James Cameron.", passages=[passage])]
+        )
+        print(json.dumps(verdicts[0].model_dump()))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HTTP", "HF_", "TRANSFORMERS"))}
+    env["HF_HUB_OFFLINE"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    verdict = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert verdict["label"] == "supported"
+
+
+def test_model_ships_in_the_package() -> None:
+    """The weights are package data: listed in pyproject and within the 50 MB budget."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"judges/model/*"' in pyproject
+    model_dir = ROOT / "guardrail" / "judges" / "model"
+    if not LocalJudge.available(model_dir):
+        pytest.skip("weights not installed")
+    size = sum(f.stat().st_size for f in model_dir.iterdir() if f.is_file())
+    assert size <= 50 * 1024 * 1024
