@@ -52,8 +52,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier
-from guardrail.demo import LoopbackSite, Route, article
-from guardrail.fetch.direct import DirectFetcher
+from guardrail.demo import LoopbackSite, Route, article, site_fetcher
 from guardrail.judges.local import LocalJudge
 from guardrail.retrieval import MiniLMEmbedder, offline_minilm_path
 from guardrail.store.cache import CachedFetcher, PageCache
@@ -325,8 +324,7 @@ def main() -> None:
         for i, (html, _) in enumerate(pages):
             site.routes[f"/river-{i}"] = Route(body=html)
         settings = Settings.from_env().model_copy(update={"cache_path": None, "audit_path": None})
-        direct = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
-        fetcher = CachedFetcher(direct, PageCache(tmp / "pages.sqlite"))
+        fetcher = CachedFetcher(site_fetcher(site, settings), PageCache(tmp / "pages.sqlite"))
         raw_judge, judge_desc = pick_judge(args, tmp)
         judge = TimedJudge(raw_judge) if raw_judge is not None else None
         embedder = TimedEmbedder(MiniLMEmbedder())

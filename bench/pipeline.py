@@ -29,8 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from guardrail import ClaimTask, Settings, Verifier
-from guardrail.demo import LoopbackSite, Route, article
-from guardrail.fetch.direct import DirectFetcher
+from guardrail.demo import LoopbackSite, Route, article, demo_verifier
 
 RIVERS = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ivy", "Juniper"]
 
@@ -120,8 +119,7 @@ async def main() -> None:
     with LoopbackSite(routes) as site:
         tasks = [ClaimTask(claim, [site.url(p) for p in paths]) for claim, paths in specs]
         settings = Settings.from_env().model_copy(update={"concurrency": args.concurrency})
-        fetcher = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
-        verifier = Verifier(settings=settings, fetcher=fetcher)
+        verifier = demo_verifier(site, settings)
         judge = verifier.judge
         results["judge"] = f"{judge.name}/{judge.model}" if judge else "none (no judge available)"
         results["embedder"] = verifier.embedder.name

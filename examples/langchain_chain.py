@@ -34,10 +34,8 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
-from guardrail import AnswerReport, Policy, Settings, Verifier
-from guardrail.demo import LoopbackSite, demo_routes
-from guardrail.fetch.direct import DirectFetcher
-from guardrail.judges import judge_from_settings
+from guardrail import AnswerReport, Policy
+from guardrail.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
 from guardrail_langchain import CitationGuard
 
 ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. In Denver it boils at about 95 degrees \
@@ -69,32 +67,11 @@ def retrieved(site: LoopbackSite) -> list[Document]:
     ]
 
 
-def print_report(report: AnswerReport, base: str) -> None:
-    for claim in report.claims:
-        for ref, verdict in zip(claim.citations, claim.verdicts, strict=True):
-            where = verdict.url.replace(base, "")
-            why = verdict.evidence_quote or verdict.reason or ""
-            cited = f"[{ref.ref}]" if ref.ref else (ref.link_text or "link")
-            print(f"{cited:>6} {verdict.label.value:<13} {where:<20} {why[:72]}")
-    counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items()))
-    print(f"overall: {report.overall.value} ({counts})")
-
-
 def main() -> None:
-    settings = Settings.from_env()
-    judge = judge_from_settings(settings)
-    if judge is None:
-        print(
-            "note: no judge is available (the embedded judge model is not installed and GUARDRAIL_JUDGE "
-            "names none), so every reachable citation will read 'unverified'; dead links are still "
-            "caught. Install the model or set GUARDRAIL_JUDGE=openai|anthropic|ollama for real verdicts.\n",
-            file=sys.stderr,
-        )
-
     with LoopbackSite(demo_routes()) as site:
         # Only the example's own origin gets through the SSRF guard, not loopback in general.
-        fetcher = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
-        verifier = Verifier(settings=settings, fetcher=fetcher, judge=judge)
+        verifier = demo_verifier(site)
+        note_if_no_judge(verifier)
 
         docs = retrieved(site)
         retriever = RunnableLambda(lambda question: docs)  # stands in for vector_store.as_retriever()
@@ -123,8 +100,8 @@ def main() -> None:
         print("\n== guarded answer (policy: annotate) ==")
         print(out["answer"].rstrip())
         print("\n== report ==")
-        print_report(report, site.base)
-        print(f"{elapsed:.1f} s; judge: {judge.name + ' / ' + judge.model if judge else 'none'}")
+        print_report(report, site)
+        print(f"{elapsed:.1f} s; judge: {describe_judge(verifier.judge)}")
 
 
 if __name__ == "__main__":

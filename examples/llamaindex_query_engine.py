@@ -29,10 +29,8 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import CitationQueryEngine
 
-from guardrail import Policy, Settings, Verifier
-from guardrail.demo import LoopbackSite, demo_routes
-from guardrail.fetch.direct import DirectFetcher
-from guardrail.judges import judge_from_settings
+from guardrail import Policy
+from guardrail.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
 from guardrail_llamaindex import CitationGuardPostprocessor, CitationGuardQueryEngine, report_of
 
 
@@ -98,23 +96,13 @@ def documents(site: LoopbackSite) -> list[Document]:
 
 
 def main() -> None:
-    settings = Settings.from_env()
-    judge = judge_from_settings(settings)
-    if judge is None:
-        print(
-            "note: no judge is available (the embedded judge model is not installed and GUARDRAIL_JUDGE "
-            "names none), so every reachable citation will read 'unverified'; dead links are still "
-            "caught. Install the model or set GUARDRAIL_JUDGE=openai|anthropic|ollama for real verdicts.\n",
-            file=sys.stderr,
-        )
-
     LlamaSettings.llm = CitingLLM(max_tokens=None)
     LlamaSettings.embed_model = MockEmbedding(embed_dim=16)
 
     with LoopbackSite(demo_routes()) as site:
         # Only the demo's own origin gets through the SSRF guard, not loopback in general.
-        fetcher = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
-        verifier = Verifier(settings=settings, fetcher=fetcher, judge=judge)
+        verifier = demo_verifier(site)
+        note_if_no_judge(verifier)
         index = VectorStoreIndex.from_documents(documents(site))
 
         # 1. Guard the answer of a CitationQueryEngine.
@@ -129,12 +117,8 @@ def main() -> None:
         print("\n== guarded answer (policy: annotate) ==")
         print(response)
         print("\n== report ==")
-        for claim in report.claims:
-            for ref, verdict in zip(claim.citations, claim.verdicts, strict=True):
-                where = verdict.url.replace(site.base, "")
-                why = " ".join((verdict.evidence_quote or verdict.reason or "").split())
-                print(f"{ref.marker:>4} {verdict.label.value:<13} {where:<24} {why[:70]}")
-        print(f"overall: {report.overall.value}; judge: {judge.name + ' / ' + judge.model if judge else 'none'}")
+        print_report(report, site)
+        print(f"judge: {describe_judge(verifier.judge)}")
 
         # 2. Re-check the retrieved nodes before the LLM sees them (drops unreachable and contradicted).
         post = CitationGuardPostprocessor(verifier)

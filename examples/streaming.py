@@ -28,10 +28,8 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 
-from guardrail import AnswerReport, Policy, Settings, Verifier
-from guardrail.demo import LoopbackSite, demo_routes
-from guardrail.fetch.direct import DirectFetcher
-from guardrail.judges import judge_from_settings
+from guardrail import AnswerReport, Policy
+from guardrail.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
 from guardrail_langchain import CITATION_REPORT_EVENT, CitationGuard
 
 ANSWER = """At sea level, water boils at 100 degrees Celsius ([source]({base}/boiling)). \
@@ -45,19 +43,10 @@ It was released in December 1997 ({base}/titanic).
 
 
 async def run(strict: bool) -> None:
-    settings = Settings.from_env()
-    judge = judge_from_settings(settings)
-    if judge is None:
-        print(
-            "note: no judge is available (the embedded judge model is not installed and GUARDRAIL_JUDGE "
-            "names none): falling back to no judge, so reachable citations read 'unverified' and only "
-            "dead links are caught. Install the model or set GUARDRAIL_JUDGE=openai|anthropic|ollama.\n",
-            file=sys.stderr,
-        )
-
     with LoopbackSite(demo_routes()) as site:
-        fetcher = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
-        verifier = Verifier(settings=settings, fetcher=fetcher, judge=judge)
+        verifier = demo_verifier(site)
+        note_if_no_judge(verifier)
+        judge = verifier.judge
         print("loading the embedded models...", file=sys.stderr)
         await asyncio.to_thread(verifier.embedder.embed, ["warm up"])
         if judge is not None and hasattr(judge, "load"):
@@ -87,14 +76,10 @@ async def run(strict: bool) -> None:
 
         print("\n== report ==")
         assert report is not None
-        for claim in report.claims:
-            for verdict in claim.verdicts:
-                why = verdict.evidence_quote or verdict.reason or ""
-                print(f"{verdict.label.value:<13} {verdict.url.replace(site.base, ''):<20} {why[:70]}")
-        print(f"overall: {report.overall.value}")
+        print_report(report, site)
         if first is not None and model_done is not None:
             print(f"first guarded sentence after {first:.2f} s; the model finished after {model_done:.2f} s")
-        print(f"judge: {judge.name + ' / ' + judge.model if judge else 'none'}; embedder: {verifier.embedder.name}")
+        print(f"judge: {describe_judge(judge)}; embedder: {verifier.embedder.name}")
 
 
 if __name__ == "__main__":

@@ -697,6 +697,7 @@ def run_batch_cli(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from guardrail.cli import warn_if_no_judge
     from guardrail.cli_audit import open_stores
     from guardrail.fetch import fetcher_from_settings
     from guardrail.fetch.shared import SingleFlightFetcher
@@ -707,11 +708,7 @@ def run_batch_cli(
     try:
         inner = stores.fetcher(settings) or fetcher_from_settings(settings)
         verifier = Verifier(settings=settings, fetcher=SingleFlightFetcher(inner), recorders=stores.recorders())
-        if verifier.judge is None:
-            err_console.print(
-                "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
-                "embedded model); pages are fetched but nothing can be judged."
-            )
+        warn_if_no_judge(verifier, err_console)
         counts = {"supported": 0, "citations": 0, "failed": 0}
         with Progress(
             TextColumn("[progress.description]{task.description}"),

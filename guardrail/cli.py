@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from guardrail.cli_audit import audit_app, open_stores, replay_command
+from guardrail.cli_audit import EXIT_BAD_INPUT, LABEL_STYLE, audit_app, open_stores, replay_command
 from guardrail.schema import ClaimReport, Label
 from guardrail.settings import ConfigurationError, Settings
 
@@ -34,21 +34,16 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-EXIT_BAD_INPUT = 2
-
-_LABEL_STYLE = {
-    Label.supported: "green",
-    Label.contradicted: "red",
-    Label.not_found: "yellow",
-    Label.unreachable: "magenta",
-}
-
 AllowPrivate = Annotated[
     bool,
     typer.Option(
         "--allow-private-hosts",
         help="Allow fetching loopback/private addresses (local testing only; SSRF risk).",
     ),
+]
+UseCache = Annotated[bool, typer.Option("--cache/--no-cache", help="Use the page cache, as for `guardrail verify`.")]
+UseAudit = Annotated[
+    bool, typer.Option("--audit/--no-audit", help="Record decisions in the audit store, as for `verify`.")
 ]
 
 
@@ -74,17 +69,18 @@ def load_settings(allow_private_hosts: bool = False) -> Settings:
     return settings
 
 
-def warn_if_no_judge(verifier: Verifier) -> None:
-    """Say clearly, on stderr, when nothing can be judged (rather than letting every label read not_found)."""
+def warn_if_no_judge(verifier: Verifier, console: Console = err) -> None:
+    """Say clearly, on stderr (``console``), when nothing can be judged (rather than letting every
+    label read not_found)."""
     if verifier.judge is None:
-        err.print(
+        console.print(
             "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
             "embedded model); pages are fetched but nothing can be judged."
         )
 
 
 def _label_text(label: Label) -> str:
-    return f"[{_LABEL_STYLE[label]}]{label.value}[/]"
+    return f"[{LABEL_STYLE[label]}]{label.value}[/]"
 
 
 def render_claim_report(report: ClaimReport, console: Console) -> None:
@@ -174,13 +170,18 @@ class CheckFormat(str, Enum):
     json = "json"
 
 
+def read_input_file(path: Path | str, what: str) -> str:
+    """The UTF-8 text of ``path``; one that cannot be read or decoded exits 2, naming ``what`` and ``path``."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise bad_input(f"cannot read {what} {path}: {exc}") from None
+
+
 def load_sources_file(path: Path) -> list[object]:
     """Sources for ``check --sources``: a JSON list (of URLs or ``{"url", "text"}`` objects), or a
     text file with one URL per line (blank lines and ``#`` comments skipped); errors exit 2."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise bad_input(f"cannot read sources file {path}: {exc}") from None
+    raw = read_input_file(path, "sources file")
     if raw.lstrip().startswith(("[", "{")):
         try:
             data = json.loads(raw)
@@ -234,12 +235,8 @@ def check(
         ),
     ] = CheckFormat.markdown,
     allow_private_hosts: AllowPrivate = False,
-    cache: Annotated[
-        bool, typer.Option("--cache/--no-cache", help="Use the page cache, as for `guardrail verify`.")
-    ] = True,
-    audit: Annotated[
-        bool, typer.Option("--audit/--no-audit", help="Record decisions in the audit store, as for `verify`.")
-    ] = True,
+    cache: UseCache = True,
+    audit: UseAudit = True,
 ) -> None:
     """Guard a whole answer: verify every citation in it and print it with the policy applied.
 
@@ -248,13 +245,7 @@ def check(
     from guardrail.policy import GuardedAnswer, Policy, apply_policy
     from guardrail.verifier import Verifier
 
-    if answer_file == "-":
-        answer = sys.stdin.read()
-    else:
-        try:
-            answer = Path(answer_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise bad_input(f"cannot read answer file {answer_file}: {exc}") from None
+    answer = sys.stdin.read() if answer_file == "-" else read_input_file(answer_file, "answer file")
     if not answer.strip():
         raise bad_input("the answer is empty")
     sources = load_sources_file(sources_file) if sources_file is not None else None
@@ -293,16 +284,13 @@ def demo(
 ) -> None:
     """Guard a bundled answer end to end, offline and with no keys: its citations point at pages this
     command serves on 127.0.0.1, and the embedded judge decides."""
-    from guardrail.demo import LoopbackSite, demo_answer, demo_routes
-    from guardrail.fetch.direct import DirectFetcher
+    from guardrail.demo import LoopbackSite, demo_answer, demo_routes, demo_verifier, describe_judge
     from guardrail.policy import Policy, apply_policy
-    from guardrail.verifier import Verifier
 
     settings = load_settings()
     with LoopbackSite(demo_routes()) as site:
         # Only the demo's own origin is let through the SSRF guard, not loopback in general.
-        fetcher = DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
-        verifier = Verifier(settings=settings, fetcher=fetcher)
+        verifier = demo_verifier(site, settings)
         warn_if_no_judge(verifier)
         answer = demo_answer(site)
         out.rule("the model's answer")
@@ -329,10 +317,9 @@ def demo(
                 escape(verdict.evidence_quote or verdict.reason or ""),
             )
     out.print(table)
-    judge = verifier.judge
     out.print(
         f"overall: {_label_text(report.overall)} in {elapsed:.1f} s "
-        f"(judge: {judge.name + ' / ' + judge.model if judge else 'none'}, embedder: {verifier.embedder.name})"
+        f"(judge: {describe_judge(verifier.judge)}, embedder: {verifier.embedder.name})"
     )
 
 
@@ -393,12 +380,8 @@ def batch(
         bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier run and verify every row again.")
     ] = False,
     allow_private_hosts: AllowPrivate = False,
-    cache: Annotated[
-        bool, typer.Option("--cache/--no-cache", help="Use the page cache, as for `guardrail verify`.")
-    ] = True,
-    audit: Annotated[
-        bool, typer.Option("--audit/--no-audit", help="Record decisions in the audit store, as for `verify`.")
-    ] = True,
+    cache: UseCache = True,
+    audit: UseAudit = True,
 ) -> None:
     """Verify every row of a JSONL file and report citation precision (supported / all citations).
 
@@ -420,9 +403,7 @@ def batch(
             console=out,
             err_console=err,
         )
-    except BatchInputError as exc:
-        raise bad_input(str(exc)) from None
-    except ConfigurationError as exc:
+    except (BatchInputError, ConfigurationError) as exc:
         raise bad_input(str(exc)) from None
     if code:
         raise typer.Exit(code)

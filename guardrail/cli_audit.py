@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
@@ -53,12 +55,13 @@ EXIT_BAD_INPUT = 2
 _out = Console()
 _err = Console(stderr=True)
 
-_LABEL_STYLE = {
+LABEL_STYLE = {
     Label.supported: "green",
     Label.contradicted: "red",
     Label.not_found: "yellow",
     Label.unreachable: "magenta",
 }
+"""The rich style each label is printed in, by every ``guardrail`` command."""
 
 audit_app = typer.Typer(
     name="audit",
@@ -188,8 +191,21 @@ def _open_audit(db: Path | None) -> AuditStore:
     return store
 
 
+@contextmanager
+def _reading_audit(db: Path | None, *errors: type[Exception]) -> Iterator[AuditStore]:
+    """The audit store of :func:`_open_audit` for the block, closed after it; ``errors`` raised in
+    the block exit 2 with their message."""
+    store = _open_audit(db)
+    try:
+        yield store
+    except errors as exc:
+        raise _bad_input(str(exc)) from None
+    finally:
+        store.close()
+
+
 def _label(label: Label) -> Text:
-    return Text(label.value, style=_LABEL_STYLE[label])
+    return Text(label.value, style=LABEL_STYLE[label])
 
 
 def _record_table(record: AuditRecord) -> Table:
@@ -271,15 +287,11 @@ def replay_command(
     With a Crawlbase rid the page is read back through the Storage API (CRAWLBASE_TOKEN or
     CRAWLBASE_JS_TOKEN), falling back to the local copy.
     """
-    store = _open_audit(db)
-    try:
-        replays = store.replay(id_or_rid, settings=_settings())
-    except (LookupError, ValueError) as exc:
-        raise _bad_input(str(exc).strip("'\"")) from None
-    except StoreError as exc:
-        raise _bad_input(str(exc)) from None
-    finally:
-        store.close()
+    with _reading_audit(db, StoreError) as store:
+        try:
+            replays = store.replay(id_or_rid, settings=_settings())
+        except (LookupError, ValueError) as exc:
+            raise _bad_input(str(exc).strip("'\"")) from None
     if as_json:
         sys.stdout.write(json.dumps([r.model_dump(mode="json") for r in replays], indent=2) + "\n")
         return
@@ -301,13 +313,8 @@ def list_command(
     as_json: JsonOption = False,
 ) -> None:
     """List recorded decisions, newest first."""
-    store = _open_audit(db)
-    try:
+    with _reading_audit(db, ValueError) as store:
         records = store.list_records(label=label, since=since, url_contains=url, limit=limit)
-    except ValueError as exc:
-        raise _bad_input(str(exc)) from None
-    finally:
-        store.close()
     if as_json:
         sys.stdout.write(json.dumps([r.model_dump(mode="json") for r in records], indent=2) + "\n")
         return
@@ -341,13 +348,8 @@ def show_command(
     as_json: JsonOption = False,
 ) -> None:
     """Show one recorded decision and the passages its judge was shown."""
-    store = _open_audit(db)
-    try:
+    with _reading_audit(db, StoreError) as store:
         record = store.get(record_id)
-    except StoreError as exc:
-        raise _bad_input(str(exc)) from None
-    finally:
-        store.close()
     if record is None:
         raise _bad_input(f"no audit row with id {record_id} in {store.path}")
     if as_json:
@@ -373,17 +375,12 @@ def export_command(
     if fmt.strip().lower() not in ("jsonl", "csv"):
         raise _bad_input(f"--format must be jsonl or csv (got {fmt!r})")
     kind = cast(ExportFormat, fmt.strip().lower())
-    store = _open_audit(db)
-    try:
+    with _reading_audit(db, ValueError) as store:
         if out_file is None:
             count = store.export(sys.stdout, kind, label=label, since=since, url_contains=url)
         else:
             out_file.parent.mkdir(parents=True, exist_ok=True)
             with out_file.open("w", encoding="utf-8", newline="") as fh:
                 count = store.export(fh, kind, label=label, since=since, url_contains=url)
-    except ValueError as exc:
-        raise _bad_input(str(exc)) from None
-    finally:
-        store.close()
     where = str(out_file) if out_file is not None else "stdout"
     _err.print(Text(f"exported {count} rows to {where}"), style="dim")

@@ -2,7 +2,7 @@
 
 Used by ``guardrail demo``, the examples and the benchmarks, so that each runs on a fresh
 machine with no network: the pages are served on 127.0.0.1 and only that origin is
-allowed through the SSRF guard.
+allowed through the SSRF guard (:func:`site_fetcher`, :func:`demo_verifier`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from guardrail.judges.base import Judge
+from guardrail.schema import AnswerReport
+from guardrail.settings import Settings
+from guardrail.verifier import Verifier
+
+if TYPE_CHECKING:
+    from guardrail.fetch.direct import DirectFetcher
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
 
@@ -198,3 +207,56 @@ def demo_routes() -> dict[str, Route]:
 def demo_answer(site: LoopbackSite) -> str:
     """The demo answer with its citations pointing at ``site``."""
     return DEMO_ANSWER.format(base=site.base)
+
+
+# -- verifying against the demo site ---------------------------------------------------------
+
+
+def site_fetcher(site: LoopbackSite, settings: Settings) -> DirectFetcher:
+    """A DirectFetcher configured from ``settings`` that lets ``site``'s own origin through the
+    SSRF guard, and no other loopback or private address."""
+    from guardrail.fetch.direct import DirectFetcher
+
+    return DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
+
+
+def demo_verifier(site: LoopbackSite, settings: Settings | None = None) -> Verifier:
+    """A Verifier for answers citing ``site``: its fetcher is :func:`site_fetcher`; the embedder and
+    judge come from ``settings`` (default: the environment), so the judge is the embedded one
+    unless GUARDRAIL_JUDGE names another, and None when neither is available."""
+    if settings is None:
+        settings = Settings.from_env()
+    return Verifier(settings=settings, fetcher=site_fetcher(site, settings))
+
+
+def describe_judge(judge: Judge | None) -> str:
+    """``name / model`` of ``judge``, or ``none``."""
+    return judge.name + " / " + judge.model if judge else "none"
+
+
+def note_if_no_judge(verifier: Verifier) -> None:
+    """Say on stderr when ``verifier`` has no judge: reachable citations then read 'unverified'."""
+    if verifier.judge is None:
+        print(
+            "note: no judge is available (the embedded judge model is not installed and GUARDRAIL_JUDGE "
+            "names none), so every reachable citation will read 'unverified'; dead links are still "
+            "caught. Install the model or set GUARDRAIL_JUDGE=openai|anthropic|ollama for real verdicts.\n",
+            file=sys.stderr,
+        )
+
+
+def print_report(report: AnswerReport, site: LoopbackSite) -> None:
+    """One line per citation (how it is cited, its label, the path on ``site``, the evidence quote
+    or the reason), then the overall label with the count of each label."""
+    rows = [
+        (f"[{ref.ref}]" if ref.ref else (ref.link_text or "link"), verdict)
+        for claim in report.claims
+        for ref, verdict in zip(claim.citations, claim.verdicts, strict=True)
+    ]
+    width = max((len(cited) for cited, _ in rows), default=0)
+    for cited, verdict in rows:
+        where = verdict.url.replace(site.base, "")
+        why = " ".join((verdict.evidence_quote or verdict.reason or "").split())
+        print(f"{cited:>{width}} {verdict.label.value:<13} {where:<24} {why[:72]}")
+    counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items()))
+    print(f"overall: {report.overall.value} ({counts})")

@@ -27,6 +27,7 @@ for _var in (
 os.environ["GUARDRAIL_CACHE"] = "off"
 os.environ["GUARDRAIL_AUDIT_DB"] = "off"
 
+from tests.fixtures.llm_server import FakeLLMServer  # noqa: E402
 from tests.fixtures.pages import default_routes  # noqa: E402
 from tests.fixtures.server import FixtureServer  # noqa: E402
 
@@ -39,3 +40,10 @@ def pages() -> Iterator[FixtureServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLMServer]:
+    """A fresh local server speaking the OpenAI and Anthropic protocols, for one test."""
+    with FakeLLMServer() as server:
+        yield server

@@ -10,6 +10,7 @@ import pytest
 from guardrail import extract_claims, needs_grounding, normalize_sources, stream_cut
 from guardrail.extract import ExtractedAnswer
 from guardrail.schema import AnswerClaim, CitationRef
+from tests.fakes import LCDocument, LINode, LINodeWithScore
 
 
 def piece(answer: str, start: int, end: int) -> str:
@@ -441,31 +442,6 @@ def test_paragraph_rule_inside_a_list_item() -> None:
 
 
 # -- sources passed in ---------------------------------------------------------------------------
-
-
-class LCDocument:
-    """Duck-typed like langchain_core.documents.Document."""
-
-    def __init__(self, page_content: str, metadata: dict[str, Any]) -> None:
-        self.page_content = page_content
-        self.metadata = metadata
-
-
-class LINode:
-    """Duck-typed like a llama_index TextNode."""
-
-    def __init__(self, text: str, metadata: dict[str, Any]) -> None:
-        self.text = text
-        self.metadata = metadata
-
-    def get_content(self) -> str:
-        return self.text
-
-
-class LINodeWithScore:
-    def __init__(self, node: LINode, score: float = 0.5) -> None:
-        self.node = node
-        self.score = score
 
 
 def test_every_kind_of_source() -> None:

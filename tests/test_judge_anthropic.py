@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,9 +12,9 @@ from guardrail.judges import judge_from_settings
 from guardrail.judges.anthropic import AnthropicJudge
 from guardrail.judges.prompt import SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
-from guardrail.schema import JudgeRequest, JudgeVerdict, Label
+from guardrail.schema import JudgeVerdict, Label
 from guardrail.settings import ConfigurationError
-from tests.fakes import HashEmbedder
+from tests.fakes import CLAIM, FAST, GOOD_URL, QUOTE, REQUEST, HashEmbedder, judge_error, static_pages
 from tests.fixtures.llm_server import (
     ANTHROPIC_PATH,
     FakeLLMServer,
@@ -27,31 +26,14 @@ from tests.fixtures.llm_server import (
     error_reply,
     verdict_json,
 )
-from tests.test_judge_openai import CLAIM, GOOD_URL, static_pages
 
 KEY = "sk-ant-test-DO-NOT-LEAK-0987654321"
-FAST = RetryPolicy(attempts=3, attempt_timeout=2.0, backoff=0.01, max_backoff=0.05)
-REQUEST = JudgeRequest(
-    claim="Water boils at 100 degrees Celsius at sea level.",
-    passages=["At sea level, pure water boils at 100 degrees Celsius (212 degrees Fahrenheit)."],
-)
-QUOTE = "pure water boils at 100 degrees Celsius"
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
 
 
 def make_judge(server: FakeLLMServer, **kwargs: object) -> AnthropicJudge:
     options: dict[str, object] = {"api_key": KEY, "base_url": server.base, "retry": FAST}
     options.update(kwargs)
     return AnthropicJudge("test-claude", **options)  # type: ignore[arg-type]
-
-
-def judge_error() -> JudgeVerdict:
-    return JudgeVerdict(label="not_found", evidence_quote=None, confidence=0.0, reason="judge_error")
 
 
 async def test_forced_tool_answer_and_the_request_sent(llm: FakeLLMServer) -> None:

@@ -9,8 +9,6 @@ import functools
 import operator
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -23,12 +21,12 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableGenerator, RunnableLambda, RunnablePassthrough
 
-from guardrail import AnswerReport, CitationBlocked, Label, Policy, Verifier
-from guardrail.fetch.direct import DirectFetcher
+from guardrail import AnswerReport, CitationBlocked, Label, Policy, Settings, Verifier
+from guardrail.demo import site_fetcher
 from guardrail_langchain import CITATION_REPORT_EVENT, CitationGuard, get_citation_report
-from tests.fakes import HashEmbedder, OverlapJudge
+from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
 from tests.fixtures.pages import TITANIC
-from tests.fixtures.server import FixtureServer, Route
+from tests.fixtures.server import FixtureServer, Route, SlowPage, counting
 
 BLOCKED = "Withheld: a citation failed verification."
 
@@ -36,49 +34,18 @@ BLOCKED = "Withheld: a citation failed verification."
 @pytest.fixture(scope="module")
 def verifier(pages: FixtureServer) -> Verifier:
     # Only the fixture origin gets through the SSRF guard, as the examples do it.
-    fetcher = DirectFetcher(allowed_hosts=[f"127.0.0.1:{pages.port}"])
-    return Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
-
-
-class SlowPage:
-    """A route that answers after ``delay`` seconds and records when it finished."""
-
-    def __init__(self, body: str, delay: float) -> None:
-        self.body = body.encode()
-        self.delay = delay
-        self.finished: list[float] = []
-
-    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
-        time.sleep(self.delay)
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/html; charset=utf-8")
-        handler.send_header("Content-Length", str(len(self.body)))
-        handler.end_headers()
-        handler.wfile.write(self.body)
-        handler.wfile.flush()
-        self.finished.append(time.perf_counter())
+    return Verifier(fetcher=site_fetcher(pages, Settings()), judge=OverlapJudge(), embedder=HashEmbedder())
 
 
 @pytest.fixture()
 def slow() -> Iterator[tuple[FixtureServer, SlowPage, Verifier]]:
     page = SlowPage(TITANIC, delay=1.0)
     site = FixtureServer({"/slow-titanic": Route(handler=page)}).start()
-    verifier = Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
+    verifier = fixture_verifier()
     try:
         yield site, page, verifier
     finally:
         site.stop()
-
-
-@contextmanager
-def counting(pages: FixtureServer) -> Iterator[dict[str, int]]:
-    """The hits per path made inside the block (the fixture server is shared by the session)."""
-    before = dict(pages.hits)
-    delta: dict[str, int] = {}
-    yield delta
-    for path, n in pages.hits.items():
-        if n - before.get(path, 0):
-            delta[path] = n - before.get(path, 0)
 
 
 class Recorder(BaseCallbackHandler):

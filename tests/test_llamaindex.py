@@ -11,7 +11,6 @@ import asyncio
 import re
 import threading
 from collections.abc import AsyncGenerator, Generator, Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -32,33 +31,18 @@ from llama_index.core.query_engine import CitationQueryEngine, CustomQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from pydantic import BaseModel, Field
 
-from guardrail import AnswerReport, CitationBlocked, Label, Policy, Verifier
+from guardrail import AnswerReport, CitationBlocked, Label, Policy
 from guardrail_llamaindex import (
     VERDICT_KEYS,
     CitationGuardPostprocessor,
     CitationGuardQueryEngine,
     report_of,
 )
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.server import FixtureServer
+from tests.fakes import fixture_verifier
+from tests.fixtures.server import FixtureServer, counting
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 BLOCK = Policy().block_message
-
-
-def make_verifier() -> Verifier:
-    return Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
-
-
-@contextmanager
-def counting(pages: FixtureServer) -> Iterator[dict[str, int]]:
-    """The hits per path made inside the block (the fixture server is shared by the session)."""
-    before = dict(pages.hits)
-    delta: dict[str, int] = {}
-    yield delta
-    for path, n in pages.hits.items():
-        if n - before.get(path, 0):
-            delta[path] = n - before.get(path, 0)
 
 
 class CitingLLM(MockLLM):
@@ -138,7 +122,7 @@ def meta(item: NodeWithScore) -> dict[str, Any]:
 def test_postprocessor_verdicts_dropping_and_untouched_nodes(pages: FixtureServer, li_settings: None) -> None:
     index = VectorStoreIndex.from_documents(documents(pages))
     nodes = retrieve_all(index)
-    post = CitationGuardPostprocessor(make_verifier())
+    post = CitationGuardPostprocessor(fixture_verifier())
     with counting(pages) as hits:
         kept = post.postprocess_nodes(nodes)
     # Each unique URL fetched once, although /boiling backs two nodes; URL-less nodes fetch nothing.
@@ -185,7 +169,7 @@ def test_postprocessor_verdicts_dropping_and_untouched_nodes(pages: FixtureServe
 
 def test_postprocessor_drop_labels_are_configurable(pages: FixtureServer, li_settings: None) -> None:
     nodes = retrieve_all(VectorStoreIndex.from_documents(documents(pages)))
-    keep_all = CitationGuardPostprocessor(make_verifier(), drop_labels=[]).postprocess_nodes(nodes)
+    keep_all = CitationGuardPostprocessor(fixture_verifier(), drop_labels=[]).postprocess_nodes(nodes)
     assert len(keep_all) == 7
     labels = sorted(meta(n).get("citation_verdict", "-") for n in keep_all)
     assert labels == ["-", "-", "contradicted", "not_found", "supported", "supported", "unreachable"]
@@ -194,7 +178,7 @@ def test_postprocessor_drop_labels_are_configurable(pages: FixtureServer, li_set
     changed = next(n for n in keep_all if meta(n).get("citation_verdict") == "contradicted")
     assert "100 degrees Celsius" in meta(changed)["citation_evidence"]
 
-    only_unverified = CitationGuardPostprocessor(make_verifier(), drop_labels={"not_found"})
+    only_unverified = CitationGuardPostprocessor(fixture_verifier(), drop_labels={"not_found"})
     assert sorted(meta(n).get("citation_verdict", "-") for n in only_unverified.postprocess_nodes(nodes)) == [
         "-",
         "-",
@@ -204,7 +188,7 @@ def test_postprocessor_drop_labels_are_configurable(pages: FixtureServer, li_set
         "unreachable",
     ]
     with pytest.raises(ValueError, match="drop_labels"):
-        CitationGuardPostprocessor(make_verifier(), drop_labels=["dead"])
+        CitationGuardPostprocessor(fixture_verifier(), drop_labels=["dead"])
     # Serialisable like any LlamaIndex component (the verifier is not part of it).
     restored = CitationGuardPostprocessor.from_json(only_unverified.to_json())
     assert restored.drop_labels == [N] and restored.url_key is None
@@ -220,12 +204,12 @@ def test_postprocessor_url_key_and_long_nodes(pages: FixtureServer) -> None:
         NodeWithScore(node=TextNode(text=long_text, metadata={"link": pages.url("/boiling")}), score=1.0),
         NodeWithScore(node=TextNode(text=long_text, metadata={"url": pages.url("/gone-404")}), score=0.5),
     ]
-    post = CitationGuardPostprocessor(make_verifier(), url_key="link")
+    post = CitationGuardPostprocessor(fixture_verifier(), url_key="link")
     out = post.postprocess_nodes(nodes)
     # Only "link" names the URL now: the second node has none under that key and passes untouched.
     assert out[1] is nodes[1]
     assert (meta(out[0])["citation_verdict"], meta(out[0])["citation_support"]) == ("supported", "2/3")
-    strict = CitationGuardPostprocessor(make_verifier(), url_key="link", min_supported=1.0, drop_labels=[])
+    strict = CitationGuardPostprocessor(fixture_verifier(), url_key="link", min_supported=1.0, drop_labels=[])
     verdict = meta(strict.postprocess_nodes(nodes)[0])
     assert (verdict["citation_verdict"], verdict["citation_reason"]) == ("not_found", "insufficient_support")
 
@@ -233,7 +217,7 @@ def test_postprocessor_url_key_and_long_nodes(pages: FixtureServer) -> None:
 async def test_postprocessor_async_and_inside_a_query_engine(pages: FixtureServer, li_settings: None) -> None:
     index = VectorStoreIndex.from_documents(documents(pages))
     nodes = retrieve_all(index)
-    post = CitationGuardPostprocessor(make_verifier())
+    post = CitationGuardPostprocessor(fixture_verifier())
     with counting(pages) as hits:
         kept = await post.apostprocess_nodes(nodes)
     assert hits == {"/boiling": 1, "/gone-404": 1, "/titanic": 1, "/tomatoes": 1}
@@ -353,7 +337,7 @@ GUARDED_DEFAULT = (
 
 def test_query_engine_report_markers_and_default_policy(pages: FixtureServer) -> None:
     inner = FixedEngine(answer=ANSWER, nodes=source_nodes(pages))
-    guard = CitationGuardQueryEngine(inner, make_verifier())
+    guard = CitationGuardQueryEngine(inner, fixture_verifier())
     with counting(pages) as hits:
         response = guard.query("water?")
     assert hits == {"/boiling": 1, "/gone-404": 1}  # [3] is checked without fetching anything
@@ -392,7 +376,7 @@ def test_query_engine_report_markers_and_default_policy(pages: FixtureServer) ->
 )
 def test_query_engine_policies(pages: FixtureServer, policy: Policy, expected: str) -> None:
     inner = FixedEngine(answer=ANSWER, nodes=source_nodes(pages))
-    guard = CitationGuardQueryEngine(inner, make_verifier(), policy=policy)
+    guard = CitationGuardQueryEngine(inner, fixture_verifier(), policy=policy)
     response = guard.query("water?")
     assert isinstance(response, Response) and response.response == expected
     assert response.metadata is not None
@@ -401,24 +385,26 @@ def test_query_engine_policies(pages: FixtureServer, policy: Policy, expected: s
 
 
 def test_query_engine_html_badges(pages: FixtureServer) -> None:
-    guard = CitationGuardQueryEngine(FixedEngine(answer=ANSWER, nodes=source_nodes(pages)), make_verifier(), fmt="html")
+    guard = CitationGuardQueryEngine(
+        FixedEngine(answer=ANSWER, nodes=source_nodes(pages)), fixture_verifier(), fmt="html"
+    )
     text = str(guard.query("water?"))
     assert '[1] <span class="citation-verdict citation-verdict--contradicted" title="' in text
 
 
 def test_query_engine_raise_on_block(pages: FixtureServer) -> None:
     inner = FixedEngine(answer=ANSWER, nodes=source_nodes(pages))
-    guard = CitationGuardQueryEngine(inner, make_verifier(), policy=Policy.strict(), raise_on_block=True)
+    guard = CitationGuardQueryEngine(inner, fixture_verifier(), policy=Policy.strict(), raise_on_block=True)
     with pytest.raises(CitationBlocked) as info:
         guard.query("water?")
     check_answer_report(info.value.report, pages)
     # The same, asked for through the policy.
     with pytest.raises(CitationBlocked):
-        CitationGuardQueryEngine(inner, make_verifier(), policy=Policy.strict(raise_on_block=True)).query("q")
+        CitationGuardQueryEngine(inner, fixture_verifier(), policy=Policy.strict(raise_on_block=True)).query("q")
 
 
 async def test_query_engine_aquery(pages: FixtureServer) -> None:
-    guard = CitationGuardQueryEngine(FixedEngine(answer=ANSWER, nodes=source_nodes(pages)), make_verifier())
+    guard = CitationGuardQueryEngine(FixedEngine(answer=ANSWER, nodes=source_nodes(pages)), fixture_verifier())
     with counting(pages) as hits:
         response = await guard.aquery("water?")
     assert hits == {"/boiling": 1, "/gone-404": 1}
@@ -434,7 +420,7 @@ def test_streaming_is_guarded_as_it_streams(pages: FixtureServer) -> None:
     inner = FixedEngine(
         answer=ANSWER, nodes=source_nodes(pages), mode="stream", gate_after=len(ANSWER) // 2, gate=gate, consumed=[]
     )
-    guard = CitationGuardQueryEngine(inner, make_verifier())
+    guard = CitationGuardQueryEngine(inner, fixture_verifier())
     response = guard.query("water?")
     assert isinstance(response, StreamingResponse)
     assert "citation_report" not in (response.metadata or {})  # not before the stream has run
@@ -460,7 +446,7 @@ async def test_async_streaming_is_guarded_as_it_streams(pages: FixtureServer) ->
     inner = FixedEngine(
         answer=ANSWER, nodes=source_nodes(pages), mode="astream", gate_after=len(ANSWER) // 2, gate=gate, consumed=[]
     )
-    guard = CitationGuardQueryEngine(inner, make_verifier())
+    guard = CitationGuardQueryEngine(inner, fixture_verifier())
     response = await guard.aquery("water?")
     assert isinstance(response, AsyncStreamingResponse)
     received: list[str] = []
@@ -483,7 +469,7 @@ async def test_async_streaming_is_guarded_as_it_streams(pages: FixtureServer) ->
 
 def test_streaming_block_stops_the_stream(pages: FixtureServer) -> None:
     inner = FixedEngine(answer=ANSWER, nodes=source_nodes(pages), mode="stream", consumed=[])
-    guard = CitationGuardQueryEngine(inner, make_verifier(), policy=Policy.strict())
+    guard = CitationGuardQueryEngine(inner, fixture_verifier(), policy=Policy.strict())
     response = guard.query("water?")
     assert isinstance(response, StreamingResponse)
     text = str(response)  # StreamingResponse.__str__ reads the whole (guarded) stream
@@ -491,7 +477,7 @@ def test_streaming_block_stops_the_stream(pages: FixtureServer) -> None:
     assert response.metadata is not None and response.metadata["citation_blocked"] is True
     assert response.metadata["citation_report"].overall == C
 
-    raising = CitationGuardQueryEngine(inner, make_verifier(), policy=Policy.strict(), raise_on_block=True)
+    raising = CitationGuardQueryEngine(inner, fixture_verifier(), policy=Policy.strict(), raise_on_block=True)
     stream = raising.query("water?")
     assert isinstance(stream, StreamingResponse)
     pieces: list[str] = []
@@ -506,12 +492,12 @@ def test_citation_query_engine_end_to_end(pages: FixtureServer, li_settings: Non
     """The realistic path: VectorStoreIndex -> CitationQueryEngine (numbered "Source n:" chunks) ->
     an LLM that cites them with [n] -> the guard, with the postprocessor in the retrieval step."""
     index = VectorStoreIndex.from_documents(documents(pages))
-    post = CitationGuardPostprocessor(make_verifier(), drop_labels=[])
+    post = CitationGuardPostprocessor(fixture_verifier(), drop_labels=[])
     for streaming in (False, True):
         engine = CitationQueryEngine.from_args(
             index, similarity_top_k=20, node_postprocessors=[post], streaming=streaming
         )
-        guard = CitationGuardQueryEngine(engine, make_verifier())
+        guard = CitationGuardQueryEngine(engine, fixture_verifier())
         response = guard.query("What do we know?")
         text = "".join(response.response_gen) if isinstance(response, StreamingResponse) else str(response)
         report = report_of(response)
@@ -536,7 +522,7 @@ def test_citation_query_engine_end_to_end(pages: FixtureServer, li_settings: Non
 def test_prompts_callbacks_and_bad_input(pages: FixtureServer, li_settings: None) -> None:
     index = VectorStoreIndex.from_documents(documents(pages)[:2])
     engine = CitationQueryEngine.from_args(index)
-    guard = CitationGuardQueryEngine(engine, make_verifier())
+    guard = CitationGuardQueryEngine(engine, fixture_verifier())
     # The wrapped engine's prompts, under the same keys.
     assert guard.get_prompts().keys() == engine.get_prompts().keys()
     assert "response_synthesizer:text_qa_template" in guard.get_prompts()
@@ -552,6 +538,6 @@ def test_prompts_callbacks_and_bad_input(pages: FixtureServer, li_settings: None
             return PydanticResponse(Structured(answer="x"))
 
     with pytest.raises(TypeError, match="PydanticResponse"):
-        CitationGuardQueryEngine(PydanticEngine(), make_verifier()).query("q")
+        CitationGuardQueryEngine(PydanticEngine(), fixture_verifier()).query("q")
     with pytest.raises(TypeError, match="BaseQueryEngine"):
-        CitationGuardQueryEngine("not an engine", make_verifier())
+        CitationGuardQueryEngine("not an engine", fixture_verifier())

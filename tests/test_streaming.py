@@ -10,7 +10,6 @@ import contextvars
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -23,39 +22,15 @@ from guardrail import (
     Label,
     PageMemo,
     Policy,
-    Verifier,
     apply_policy,
     extract_claims,
     merge_reports,
     stream_cut,
 )
 from guardrail.streaming import aiter_from_sync, iterate_sync
-from tests.fakes import HashEmbedder, OverlapJudge
+from tests.fakes import OverlapJudge, fixture_verifier
 from tests.fixtures.pages import TITANIC
-from tests.fixtures.server import FixtureServer, Route
-
-
-def make_verifier() -> Verifier:
-    return Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
-
-
-class SlowPage:
-    """A route that answers after ``delay`` seconds and records when it finished."""
-
-    def __init__(self, body: str, delay: float) -> None:
-        self.body = body.encode()
-        self.delay = delay
-        self.finished: list[float] = []
-
-    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
-        time.sleep(self.delay)
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/html; charset=utf-8")
-        handler.send_header("Content-Length", str(len(self.body)))
-        handler.end_headers()
-        handler.wfile.write(self.body)
-        handler.wfile.flush()
-        self.finished.append(time.perf_counter())
+from tests.fixtures.server import FixtureServer, Route, SlowPage
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +83,7 @@ async def test_pieces_concatenate_to_the_guarded_whole_answer(pages: FixtureServ
         f"Titanic was directed by James Cameron ({u('/gone-404')}).\n\n"
         f"Ice melts at 10 degrees Celsius ({u('/old-report')})."
     )
-    verifier = make_verifier()
+    verifier = fixture_verifier()
     stream = AnswerStream(verifier)
     pieces = [p async for p in stream.pieces(words(answer))]
     assert len(pieces) >= 3
@@ -137,7 +112,7 @@ async def test_first_sentence_is_emitted_before_a_later_slow_page_is_fetched(
         f"Titanic was directed by James Cameron ({site.url('/slow-titanic')}). "
         "That is all."
     )
-    stream = AnswerStream(make_verifier())
+    stream = AnswerStream(fixture_verifier())
     seen: list[tuple[float, str]] = []
     async for piece in stream.pieces(words(answer)):
         seen.append((time.perf_counter(), piece.text))
@@ -152,7 +127,7 @@ async def test_verification_overlaps_the_arrival_of_later_text(pages: FixtureSer
     answer = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). " + " ".join(
         ["More words keep coming"] * 4
     )
-    stream = AnswerStream(make_verifier())
+    stream = AnswerStream(fixture_verifier())
     start = time.perf_counter()
     first: float | None = None
     async for _piece in stream.pieces(words(answer, pause=0.15)):
@@ -170,7 +145,7 @@ async def test_numbered_markers_are_held_until_the_reference_list_arrives(pages:
         "Water boils at 50 degrees Celsius at sea level [1].\n\n"
         f"[1]: {u('/boiling')}\n"
     )
-    stream = AnswerStream(make_verifier())
+    stream = AnswerStream(fixture_verifier())
     pieces = [p async for p in stream.pieces(words(answer))]
     assert len(pieces) == 1  # nothing could be decided before the definition came
     report = stream.report()
@@ -184,7 +159,7 @@ async def test_numbered_markers_stream_when_sources_resolve_them(pages: FixtureS
         "In Denver water boils at roughly 95 degrees Celsius [1]. "
         "Titanic was directed by James Cameron [2]."
     )
-    stream = AnswerStream(make_verifier(), [pages.url("/boiling"), pages.url("/titanic")])
+    stream = AnswerStream(fixture_verifier(), [pages.url("/boiling"), pages.url("/titanic")])
     pieces = [p async for p in stream.pieces(words(answer))]
     assert len(pieces) == 3
     assert [c.overall for c in stream.report().claims] == [Label.supported] * 3
@@ -199,7 +174,7 @@ async def test_a_block_stops_the_stream_with_the_block_message(pages: FixtureSer
         "The end."
     )
     policy = Policy.strict(block_message="Withheld.")
-    stream = AnswerStream(make_verifier(), policy=policy)
+    stream = AnswerStream(fixture_verifier(), policy=policy)
     pieces = [p async for p in stream.pieces(words(answer))]
     assert [p.blocked for p in pieces] == [False, True]
     assert pieces[0].text.startswith("Water boils at 100")
@@ -212,7 +187,7 @@ async def test_a_block_stops_the_stream_with_the_block_message(pages: FixtureSer
 
 async def test_raise_on_block_raises_with_the_report_so_far(pages: FixtureServer) -> None:
     answer = f"Water boils at 50 degrees Celsius at sea level ({pages.url('/boiling')}). More text follows."
-    stream = AnswerStream(make_verifier(), policy=Policy.strict(raise_on_block=True))
+    stream = AnswerStream(fixture_verifier(), policy=Policy.strict(raise_on_block=True))
     got: list[str] = []
     with pytest.raises(CitationBlocked) as info:
         async for piece in stream.pieces(words(answer)):
@@ -223,7 +198,7 @@ async def test_raise_on_block_raises_with_the_report_so_far(pages: FixtureServer
 
 async def test_sources_back_an_unmarked_answer_piece_by_piece(pages: FixtureServer) -> None:
     answer = "Water boils at 100 degrees Celsius at sea level.\n\nWater boils at 50 degrees Celsius at sea level."
-    stream = AnswerStream(make_verifier(), [pages.url("/boiling")])
+    stream = AnswerStream(fixture_verifier(), [pages.url("/boiling")])
     pieces = [p async for p in stream.pieces(words(answer))]
     assert len(pieces) == 2
     assert [c.overall for c in stream.report().claims] == [Label.supported, Label.contradicted]
@@ -234,7 +209,7 @@ async def test_bad_chunks_raise_a_clear_error() -> None:
         yield "Water boils. "
         yield 42
 
-    stream = AnswerStream(make_verifier())
+    stream = AnswerStream(fixture_verifier())
     with pytest.raises(TypeError, match="chunks must be strings, not int"):
         async for _ in stream.pieces(chunks()):  # type: ignore[arg-type]
             pass
@@ -246,7 +221,7 @@ async def test_bad_chunks_raise_a_clear_error() -> None:
 async def test_closing_early_cancels_outstanding_work(slow_site: tuple[FixtureServer, SlowPage]) -> None:
     site, _ = slow_site
     answer = f"Titanic was directed by James Cameron ({site.url('/slow-titanic')}). Next sentence here."
-    stream = AnswerStream(make_verifier())
+    stream = AnswerStream(fixture_verifier())
     agen = stream.pieces(words(answer))
     task = asyncio.ensure_future(agen.__anext__())
     await asyncio.sleep(0.2)
@@ -298,7 +273,7 @@ async def test_an_in_process_judge_judges_one_piece_at_a_time_while_pages_prefet
     slow_pages: FixtureServer, concurrency: int | None, expect_most: int
 ) -> None:
     judge = QueueJudge(delay=0.3)
-    verifier = Verifier(allow_private_hosts=True, judge=judge, embedder=HashEmbedder())
+    verifier = fixture_verifier(judge)
     stream = AnswerStream(verifier, concurrency=concurrency)
     start = time.perf_counter()
     pieces = [p async for p in stream.pieces(words(three_sentences(slow_pages)))]
@@ -312,7 +287,7 @@ async def test_an_in_process_judge_judges_one_piece_at_a_time_while_pages_prefet
 
 
 async def test_aprefetch_fills_the_memo_once(pages: FixtureServer) -> None:
-    verifier = make_verifier()
+    verifier = fixture_verifier()
     memo = PageMemo()
     before = pages.hits.get("/tomatoes", 0)
     await verifier.aprefetch([pages.url("/tomatoes"), " " + pages.url("/tomatoes"), ""], memo)

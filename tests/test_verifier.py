@@ -9,7 +9,7 @@ import pytest
 
 from guardrail import ClaimTask, Fact, FetchedPage, JudgeVerdict, Label, PageMemo, Verifier
 from guardrail.schema import JudgeRequest
-from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
+from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge, StaticFetcher
 
 FILLER = " ".join(["Chemistry teachers repeat this fact in every introductory lesson."] * 18)
 # Each paragraph is long enough (~170 words with the filler) to be a passage of its own.
@@ -25,28 +25,13 @@ BOILING = "\n\n".join(
 OLD = "An old report.\n\nWater boils at 50 degrees Celsius at sea level, the report says."
 
 
-class DictFetcher:
-    """A Fetcher serving canned pages, counting calls per URL."""
-
-    name = "dict"
-
-    def __init__(self, pages: dict[str, FetchedPage]) -> None:
-        self.pages = pages
-        self.calls: list[list[str]] = []
-
-    async def fetch_all(self, urls: Sequence[str]) -> dict[str, FetchedPage]:
-        self.calls.append(list(urls))
-        await asyncio.sleep(0)
-        return {u: self.pages.get(u) or FetchedPage(url=u, original_status=404) for u in urls}
-
-
 def page(url: str, text: str, **kw: object) -> FetchedPage:
     return FetchedPage(url=url, final_url=url, original_status=200, text=text, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture
-def fetcher() -> DictFetcher:
-    return DictFetcher(
+def fetcher() -> StaticFetcher:
+    return StaticFetcher(
         {
             "https://a.example/boiling": page("https://a.example/boiling", BOILING, rid="r-1"),
             "https://a.example/old": page("https://a.example/old", OLD),
@@ -59,7 +44,7 @@ def fetcher() -> DictFetcher:
 CLAIM = "Water boils at 100 degrees Celsius at sea level."
 
 
-def test_supported_contradicted_and_unreachable(fetcher: DictFetcher) -> None:
+def test_supported_contradicted_and_unreachable(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     report = v.verify(CLAIM, ["https://a.example/boiling", "https://a.example/old", "https://a.example/gone"])
     labels = [c.label for c in report.citations]
@@ -72,7 +57,7 @@ def test_supported_contradicted_and_unreachable(fetcher: DictFetcher) -> None:
     assert report.citations[1].evidence_quote and "50 degrees" in report.citations[1].evidence_quote
 
 
-def test_json_shape_is_exactly_the_documented_one(fetcher: DictFetcher) -> None:
+def test_json_shape_is_exactly_the_documented_one(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     data = v.verify(CLAIM, ["https://a.example/boiling"]).model_dump(mode="json")
     assert set(data) == {"claim", "overall", "citations"}
@@ -90,7 +75,7 @@ def test_json_shape_is_exactly_the_documented_one(fetcher: DictFetcher) -> None:
 
 
 def test_each_unique_url_fetched_once_and_one_embedding_batch_and_one_judge_call(
-    fetcher: DictFetcher,
+    fetcher: StaticFetcher,
 ) -> None:
     embedder, judge = HashEmbedder(), OverlapJudge()
     v = Verifier(fetcher=fetcher, judge=judge, embedder=embedder, top_k=2)
@@ -107,7 +92,7 @@ def test_each_unique_url_fetched_once_and_one_embedding_batch_and_one_judge_call
     assert reports[1].overall == Label.supported
 
 
-def test_top_k_passages_are_the_closest(fetcher: DictFetcher) -> None:
+def test_top_k_passages_are_the_closest(fetcher: StaticFetcher) -> None:
     judge = OverlapJudge()
     Verifier(fetcher=fetcher, judge=judge, embedder=HashEmbedder(), top_k=1).verify(
         "Pressure cookers raise the boiling point.", ["https://a.example/boiling"]
@@ -116,7 +101,7 @@ def test_top_k_passages_are_the_closest(fetcher: DictFetcher) -> None:
     assert shown.startswith("Pressure cookers raise the boiling point")
 
 
-def test_quote_not_in_source_is_demoted(fetcher: DictFetcher) -> None:
+def test_quote_not_in_source_is_demoted(fetcher: StaticFetcher) -> None:
     judge = FixedJudge(JudgeVerdict(label="supported", evidence_quote="Water boils at 100 C.", confidence=1))
     report = Verifier(fetcher=fetcher, judge=judge, embedder=HashEmbedder()).verify(
         CLAIM, ["https://a.example/boiling"]
@@ -139,7 +124,7 @@ class ShortJudge(ExplodingJudge):
 
 
 @pytest.mark.parametrize("judge", [ExplodingJudge(), ShortJudge()])
-def test_judge_failure_is_a_verdict_not_an_exception(fetcher: DictFetcher, judge: ExplodingJudge) -> None:
+def test_judge_failure_is_a_verdict_not_an_exception(fetcher: StaticFetcher, judge: ExplodingJudge) -> None:
     report = Verifier(fetcher=fetcher, judge=judge, embedder=HashEmbedder()).verify(
         CLAIM, ["https://a.example/boiling", "https://a.example/gone"]
     )
@@ -149,7 +134,7 @@ def test_judge_failure_is_a_verdict_not_an_exception(fetcher: DictFetcher, judge
     ]
 
 
-def test_no_judge_says_so(fetcher: DictFetcher) -> None:
+def test_no_judge_says_so(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=None, embedder=HashEmbedder())
     v._judge_resolved = True  # as when no judge is configured and no local model is installed
     report = v.verify(CLAIM, ["https://a.example/boiling"])
@@ -157,14 +142,14 @@ def test_no_judge_says_so(fetcher: DictFetcher) -> None:
     assert report.overall == Label.not_found
 
 
-def test_empty_page_and_all_unreachable(fetcher: DictFetcher) -> None:
+def test_empty_page_and_all_unreachable(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     assert v.verify(CLAIM, ["https://a.example/empty"]).citations[0].reason == "empty_page"
     assert v.verify(CLAIM, ["https://a.example/gone"]).overall == Label.unreachable
     assert v.verify(CLAIM, []).overall == Label.not_found
 
 
-def test_facts_are_judged_without_fetching(fetcher: DictFetcher) -> None:
+def test_facts_are_judged_without_fetching(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     report = v.verify_many([ClaimTask(CLAIM, [Fact(BOILING, source="fact:0"), Fact(OLD, source="fact:1")])])[
         0
@@ -175,18 +160,18 @@ def test_facts_are_judged_without_fetching(fetcher: DictFetcher) -> None:
 
 
 @pytest.mark.parametrize("claim", ["", "   "])
-def test_empty_claim_is_rejected(fetcher: DictFetcher, claim: str) -> None:
+def test_empty_claim_is_rejected(fetcher: StaticFetcher, claim: str) -> None:
     with pytest.raises(ValueError, match="claim"):
         Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder()).verify(claim, [])
 
 
-def test_bad_evidence_type_is_rejected(fetcher: DictFetcher) -> None:
+def test_bad_evidence_type_is_rejected(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     with pytest.raises(TypeError, match="URL string or a Fact"):
         v.verify_many([ClaimTask(CLAIM, [42])])  # type: ignore[list-item]
 
 
-async def test_async_and_sync_agree_and_sync_works_inside_a_running_loop(fetcher: DictFetcher) -> None:
+async def test_async_and_sync_agree_and_sync_works_inside_a_running_loop(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     urls = ["https://a.example/boiling", "https://a.example/old"]
     async_report = await v.averify(CLAIM, urls)
@@ -194,7 +179,7 @@ async def test_async_and_sync_agree_and_sync_works_inside_a_running_loop(fetcher
     assert async_report == sync_report
 
 
-async def test_memo_shares_fetches_across_calls(fetcher: DictFetcher) -> None:
+async def test_memo_shares_fetches_across_calls(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     memo = PageMemo()
     await asyncio.gather(
@@ -218,7 +203,7 @@ def test_a_fetcher_that_raises_becomes_fetch_error() -> None:
     assert (report.citations[0].label, report.citations[0].reason) == (Label.unreachable, "fetch_error")
 
 
-def test_recorders_see_every_decision(fetcher: DictFetcher) -> None:
+def test_recorders_see_every_decision(fetcher: StaticFetcher) -> None:
     seen = []
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder(), recorders=[seen.append])
     v.verify(CLAIM, ["https://a.example/boiling", "https://a.example/gone"])

@@ -4,33 +4,19 @@ real DirectFetcher, and the test Judge/Embedder swapped in through their protoco
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import pytest
 
 from guardrail import Label, PageMemo, Policy, Verifier, apply_policy
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.server import FixtureServer
+from tests.fakes import LCDocument, LINode, LINodeWithScore, OverlapJudge, fixture_verifier
+from tests.fixtures.server import FixtureServer, counting
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 
 
 def make_verifier() -> tuple[Verifier, OverlapJudge]:
     judge = OverlapJudge()
-    return Verifier(allow_private_hosts=True, judge=judge, embedder=HashEmbedder()), judge
-
-
-@contextmanager
-def counting(pages: FixtureServer) -> Iterator[dict[str, int]]:
-    """The hits per path made inside the block (the fixture server is shared by the session)."""
-    before = dict(pages.hits)
-    delta: dict[str, int] = {}
-    yield delta
-    for path, n in pages.hits.items():
-        if n - before.get(path, 0):
-            delta[path] = n - before.get(path, 0)
+    return fixture_verifier(judge), judge
 
 
 def answer_with_references(pages: FixtureServer) -> str:
@@ -128,29 +114,6 @@ def test_same_url_twice_in_one_claim_gets_two_aligned_verdicts(pages: FixtureSer
     assert len(claim.citations) == len(claim.verdicts) == 2
     assert [v.label for v in claim.verdicts] == [S, S]
     assert report.label_counts == {"supported": 2}
-
-
-class LCDocument:
-    """Duck-typed like langchain_core.documents.Document."""
-
-    def __init__(self, page_content: str, metadata: dict[str, Any]) -> None:
-        self.page_content = page_content
-        self.metadata = metadata
-
-
-class LINode:
-    def __init__(self, text: str, metadata: dict[str, Any]) -> None:
-        self.text = text
-        self.metadata = metadata
-
-    def get_content(self) -> str:
-        return self.text
-
-
-class LINodeWithScore:
-    def __init__(self, node: LINode) -> None:
-        self.node = node
-        self.score = 1.0
 
 
 def test_sources_of_every_kind(pages: FixtureServer) -> None:

@@ -3,15 +3,12 @@ chunk)? Real fixture pages over loopback, the real DirectFetcher, the test judge
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
 
 from guardrail import Fact, Label, Verifier
 from guardrail.aggregate import aggregate_text
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.server import FixtureServer
+from tests.fakes import OverlapJudge, fixture_verifier
+from tests.fixtures.server import FixtureServer, counting
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 
@@ -24,17 +21,7 @@ PAGE_CHUNK = (
 
 def make_verifier() -> tuple[Verifier, OverlapJudge]:
     judge = OverlapJudge()
-    return Verifier(allow_private_hosts=True, judge=judge, embedder=HashEmbedder()), judge
-
-
-@contextmanager
-def counting(pages: FixtureServer) -> Iterator[dict[str, int]]:
-    before = dict(pages.hits)
-    delta: dict[str, int] = {}
-    yield delta
-    for path, n in pages.hits.items():
-        if n - before.get(path, 0):
-            delta[path] = n - before.get(path, 0)
+    return fixture_verifier(judge), judge
 
 
 def test_aggregate_text_rule() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import anthropic
 from pydantic import SecretStr
 
+from guardrail.judges.api import ApiJudge, sdk_errors
 from guardrail.judges.prompt import (
     SYSTEM_PROMPT,
     VERDICT_SCHEMA,
@@ -16,7 +16,7 @@ from guardrail.judges.prompt import (
     parse_verdict_text,
     render_user_message,
 )
-from guardrail.judges.retry import RetryPolicy, TransientJudgeError, error_for_status, judge_all
+from guardrail.judges.retry import RetryPolicy, TransientJudgeError
 from guardrail.schema import JudgeRequest, JudgeVerdict
 from guardrail.settings import ConfigurationError, Settings
 
@@ -30,7 +30,7 @@ VERDICT_TOOL: dict[str, Any] = {
 """The one tool the model must call; its input is the verdict."""
 
 
-class AnthropicJudge:
+class AnthropicJudge(ApiJudge[anthropic.AsyncAnthropic]):
     """Judges claims with a Claude model; the answer is the input of a forced tool call.
 
     Forcing ``tool_choice`` to the verdict tool makes the model answer with JSON matching
@@ -38,6 +38,8 @@ class AnthropicJudge:
     API version (2026-10-21, SDK 2.x) rejects ``temperature``. Failures are retried under
     ``retry`` (the SDK's own retries are off) and end as ``not_found``/``judge_error``.
     """
+
+    client_class = anthropic.AsyncAnthropic
 
     def __init__(
         self,
@@ -52,24 +54,17 @@ class AnthropicJudge:
         concurrency: int = 8,
         max_tokens: int = 1024,
     ) -> None:
-        secret = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
-        if not secret.get_secret_value().strip():
-            raise ConfigurationError(f"{key_setting} is empty")
-        if not model or not model.strip():
-            raise ConfigurationError("GUARDRAIL_JUDGE_MODEL is empty")
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        self.name = name
-        self.model = model.strip()
-        self.base_url = base_url
-        self.key_setting = key_setting
-        self.retry = retry or RetryPolicy(attempt_timeout=timeout)
-        self.concurrency = concurrency
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            name=name,
+            key_setting=key_setting,
+            timeout=timeout,
+            retry=retry,
+            concurrency=concurrency,
+        )
         self.max_tokens = max_tokens
-        self._api_key = secret
-
-    def __repr__(self) -> str:
-        return f"AnthropicJudge(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r})"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AnthropicJudge:
@@ -86,33 +81,11 @@ class AnthropicJudge:
             timeout=settings.judge_timeout,
         )
 
-    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        """One verdict per request, in order, at most ``concurrency`` calls in flight."""
-        if not requests:
-            return []
-        # A client per call: its connection pool is bound to the running event loop.
-        client = anthropic.AsyncAnthropic(
-            api_key=self._api_key.get_secret_value(),
-            base_url=self.base_url,
-            timeout=self.retry.attempt_timeout,
-            max_retries=0,  # the retry budget is ours (guardrail.judges.retry)
-        )
-        try:
-
-            async def attempt(request: JudgeRequest, timeout: float) -> JudgeVerdict:
-                return await self._attempt(client, request, timeout)
-
-            return await judge_all(
-                requests, attempt, policy=self.retry, concurrency=self.concurrency, judge_name=self.name
-            )
-        finally:
-            await client.close()
-
     async def _attempt(self, client: anthropic.AsyncAnthropic, request: JudgeRequest, timeout: float) -> JudgeVerdict:
         messages: Any = [{"role": "user", "content": render_user_message(request)}]
         tools: Any = [VERDICT_TOOL]
         tool_choice: Any = {"type": "tool", "name": VERDICT_SCHEMA_NAME}
-        try:
+        with sdk_errors(anthropic, self.key_setting):
             message = await client.messages.create(
                 model=self.model,
                 max_tokens=self.max_tokens,
@@ -122,15 +95,6 @@ class AnthropicJudge:
                 tool_choice=tool_choice,
                 timeout=timeout,
             )
-        except anthropic.APITimeoutError:
-            raise TransientJudgeError("timeout") from None
-        except anthropic.APIConnectionError:
-            raise TransientJudgeError("connection_error") from None
-        except anthropic.APIStatusError as exc:
-            raise error_for_status(exc.status_code, exc.response.headers, self.key_setting) from None
-        except (anthropic.APIResponseValidationError, ValueError):
-            # A 200 whose body is not the documented JSON (a gateway page, truncated JSON).
-            raise TransientJudgeError("unreadable response") from None
         if getattr(message, "stop_reason", None) == "refusal":
             raise TransientJudgeError("the model refused")
         blocks = getattr(message, "content", None) or []

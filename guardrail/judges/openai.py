@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import openai
 from pydantic import SecretStr
 
+from guardrail.judges.api import ApiJudge, sdk_errors
 from guardrail.judges.prompt import (
     SYSTEM_PROMPT,
     VERDICT_SCHEMA,
@@ -15,12 +15,7 @@ from guardrail.judges.prompt import (
     parse_verdict_text,
     render_user_message,
 )
-from guardrail.judges.retry import (
-    RetryPolicy,
-    TransientJudgeError,
-    error_for_status,
-    judge_all,
-)
+from guardrail.judges.retry import RetryPolicy, TransientJudgeError
 from guardrail.schema import JudgeRequest, JudgeVerdict
 from guardrail.settings import ConfigurationError, Settings
 
@@ -34,7 +29,7 @@ RESPONSE_FORMAT: dict[str, Any] = {
 """The strict structured-output request sent with every call."""
 
 
-class OpenAIJudge:
+class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
     """Judges claims with a chat model behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Every call asks for the strict JSON schema of :mod:`guardrail.judges.prompt` at temperature 0.
@@ -42,6 +37,8 @@ class OpenAIJudge:
     ``not_found``/``judge_error``; ``judge`` never raises for one bad answer. The API key is
     held as a ``SecretStr`` and never logged.
     """
+
+    client_class = openai.AsyncOpenAI
 
     def __init__(
         self,
@@ -56,24 +53,17 @@ class OpenAIJudge:
         concurrency: int = 8,
         temperature: float = 0.0,
     ) -> None:
-        secret = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
-        if not secret.get_secret_value().strip():
-            raise ConfigurationError(f"{key_setting} is empty")
-        if not model or not model.strip():
-            raise ConfigurationError("GUARDRAIL_JUDGE_MODEL is empty")
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        self.name = name
-        self.model = model.strip()
-        self.base_url = base_url
-        self.key_setting = key_setting
-        self.retry = retry or RetryPolicy(attempt_timeout=timeout)
-        self.concurrency = concurrency
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            name=name,
+            key_setting=key_setting,
+            timeout=timeout,
+            retry=retry,
+            concurrency=concurrency,
+        )
         self.temperature = temperature
-        self._api_key = secret
-
-    def __repr__(self) -> str:
-        return f"OpenAIJudge(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r})"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIJudge:
@@ -102,36 +92,13 @@ class OpenAIJudge:
             timeout=settings.judge_timeout,
         )
 
-    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        """One verdict per request, in order, at most ``concurrency`` calls in flight."""
-        if not requests:
-            return []
-        # A client per call: an httpx pool is bound to the event loop it was created on, and the
-        # sync wrappers run each call on a fresh loop.
-        client = openai.AsyncOpenAI(
-            api_key=self._api_key.get_secret_value(),
-            base_url=self.base_url,
-            timeout=self.retry.attempt_timeout,
-            max_retries=0,  # the retry budget is ours (guardrail.judges.retry)
-        )
-        try:
-
-            async def attempt(request: JudgeRequest, timeout: float) -> JudgeVerdict:
-                return await self._attempt(client, request, timeout)
-
-            return await judge_all(
-                requests, attempt, policy=self.retry, concurrency=self.concurrency, judge_name=self.name
-            )
-        finally:
-            await client.close()
-
     async def _attempt(self, client: openai.AsyncOpenAI, request: JudgeRequest, timeout: float) -> JudgeVerdict:
         messages: Any = [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": render_user_message(request)},
         ]
         response_format: Any = RESPONSE_FORMAT
-        try:
+        with sdk_errors(openai, self.key_setting):
             completion = await client.chat.completions.create(
                 model=self.model,
                 messages=messages,
@@ -139,16 +106,6 @@ class OpenAIJudge:
                 temperature=self.temperature,
                 timeout=timeout,
             )
-        except openai.APITimeoutError:
-            raise TransientJudgeError("timeout") from None
-        except openai.APIConnectionError:
-            raise TransientJudgeError("connection_error") from None
-        except openai.APIStatusError as exc:
-            # The SDK's message can echo part of the key (OpenAI's 401 does): never pass it on.
-            raise error_for_status(exc.status_code, exc.response.headers, self.key_setting) from None
-        except (openai.APIResponseValidationError, ValueError):
-            # A 200 whose body is not the documented JSON (a gateway page, truncated JSON).
-            raise TransientJudgeError("unreadable response") from None
         choices = getattr(completion, "choices", None) or []
         if not choices:
             raise TransientJudgeError("response has no choices")
