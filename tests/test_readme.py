@@ -1,0 +1,33 @@
+"""The README documents every reason code and every setting, and opens with the two commands."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from guardrail.schema import Reason
+from guardrail.settings import Settings
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_reason_code_is_in_the_reason_table() -> None:
+    table = README.split("### Reason codes", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z_<>0-9]+)` \|", table, flags=re.M))
+    assert {r.value for r in Reason} | {"http_<code>"} <= documented
+
+
+def test_every_setting_is_in_the_configuration_table() -> None:
+    table = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    for name, field in Settings.model_fields.items():
+        variable = str(field.description).split(" ")[0]
+        assert f"`{variable}`" in table, f"{variable} ({name}) is not documented in the README"
+
+
+def test_readme_opens_with_install_and_test_commands() -> None:
+    first_block = README.split("```bash\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert len(first_block) == 2
+    assert "pip install torch==2.13.0" in first_block[0] and "guardrail demo" in first_block[0]
+    assert first_block[1].endswith("-m pytest")
+    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python -m pytest" in ci
