@@ -13,6 +13,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -67,11 +68,7 @@ class SQLiteFile:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {self.KIND} {target}: {exc}") from None
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            if self.path is not None:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-            self._init_schema(conn)
+            self._setup_with_retry(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
@@ -82,6 +79,27 @@ class SQLiteFile:
             raise
         self._conn, self._pid = conn, os.getpid()
         return conn
+
+    def _setup_with_retry(self, conn: sqlite3.Connection) -> None:
+        """Pragmas and schema, retried while another process holds a lock. SQLite does not call the
+        busy handler everywhere here (switching a new file to WAL, a reader meeting WAL recovery), so
+        processes opening a fresh file together can see "database is locked" at once."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.005
+        while True:
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                if self.path is not None:
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                self._init_schema(conn)
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
