@@ -33,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from titanic import TITANIC_FACTS  # noqa: E402  (bench/, this script's folder)
+
 from guardrail import ClaimTask, Fact, JudgeRequest, JudgeVerdict, Verifier  # noqa: E402
 from guardrail.judges import datasets as ds  # noqa: E402
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig, Scored, decide  # noqa: E402
@@ -217,15 +219,7 @@ def evaluate(judge: RecordingJudge, tasks: dict[str, list[Task]], log: Any = pri
     return out
 
 
-def latency(judge: LocalJudge, tasks: Sequence[Task], n: int = 40) -> dict:
-    """Warm per-(claim, page) latency through the verifier (retrieval + judge), one claim at a time."""
-    verifier = make_verifier(judge)
-    run_tasks(verifier, tasks[:2])  # warm-up: embedder and judge loaded, caches hot
-    times = []
-    for t in tasks[:n]:
-        t0 = time.perf_counter()
-        run_tasks(verifier, [t])
-        times.append((time.perf_counter() - t0) * 1000)
+def _summary(times: Sequence[float]) -> dict:
     return {
         "n": len(times),
         "p50_ms": round(float(np.percentile(times, 50)), 1),
@@ -234,13 +228,76 @@ def latency(judge: LocalJudge, tasks: Sequence[Task], n: int = 40) -> dict:
     }
 
 
+def latency(judge: LocalJudge, tasks: Sequence[Task], n: int = 40) -> dict:
+    """Per-(claim, page) latency through the verifier (retrieval + judge), one claim at a time,
+    models warm: ``first_sight`` embeds the page's passages (a page not seen before), ``warm_page``
+    is the same claim again with the passage embeddings cached (``CachingEmbedder``), so what is
+    left is the claim's embedding and the judge; ``judge_pairs`` counts the pairs scored."""
+    verifier = make_verifier(judge)
+    run_tasks(verifier, tasks[-2:])  # warm-up: embedder and judge loaded
+    first, warm = [], []
+    pairs: list[int] = []
+    recorder = RecordingJudge(judge)
+    counting = make_verifier(recorder)
+    for t in tasks[:n]:
+        t0 = time.perf_counter()
+        run_tasks(verifier, [t])
+        first.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        run_tasks(verifier, [t])
+        warm.append((time.perf_counter() - t0) * 1000)
+        recorder.sequence.clear()
+        run_tasks(counting, [t])
+        pairs.append(sum(len(s.candidates) for s in recorder.sequence))
+    return {
+        "first_sight": _summary(first),
+        "warm_page": _summary(warm),
+        "judge_pairs_per_claim": {"p50": float(np.percentile(pairs, 50)), "mean": round(float(np.mean(pairs)), 1)},
+    }
+
+
+TITANIC_ANSWERS = [
+    "Titanic was directed by James Cameron. It was released in 1997.",
+    "Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet.",
+]
+
+
+def grounding_latency(judge: LocalJudge, runs: int = 20) -> dict:
+    """ms per ``check_grounding`` call (2 claims x 2 short facts, anti-citations and claim scores
+    on), models warm, per answer of ``TITANIC_ANSWERS``."""
+    from guardrail import check_grounding
+
+    verifier = Verifier(judge=judge, fetcher=_NoFetch())  # type: ignore[arg-type]
+    spec = {"enableAntiCitations": True, "enableClaimLevelScore": True}
+    out: dict[str, Any] = {}
+    for answer in TITANIC_ANSWERS:
+        check_grounding(answer, TITANIC_FACTS, spec, verifier=verifier)
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            check_grounding(answer, TITANIC_FACTS, spec, verifier=verifier)
+            times.append((time.perf_counter() - t0) * 1000)
+        out[answer] = _summary(times)
+    return out
+
+
 def to_markdown(result: dict) -> str:
     lines = ["# Local judge accuracy (held-out eval part, full verifier path)", ""]
     lines.append(f"Command: `{result['command']}`  ")
     lines.append(f"Split: {result['split']}  ")
     lines.append(f"Model load: {result['load_seconds']} s; peak RSS {result['peak_rss_mb']} MB  ")
+    lines.append(f"Judge: dtype {result['dtype']}, torch threads {result['torch_threads']}  ")
     lat = result["latency_wice_page"]
-    lines.append(f"Latency per (claim, WiCE page), warm, 2 cores: p50 {lat['p50_ms']} ms, p95 {lat['p95_ms']} ms")
+    for key, title in (("first_sight", "page seen for the first time"), ("warm_page", "page seen before")):
+        lines.append(
+            f"Latency per (claim, WiCE page), models warm, {title}: p50 {lat[key]['p50_ms']} ms, "
+            f"p95 {lat[key]['p95_ms']} ms  "
+        )
+    lines.append(f"Judge pairs per (claim, WiCE page): mean {lat['judge_pairs_per_claim']['mean']}  ")
+    for answer, figures in result["latency_titanic_grounding"].items():
+        lines.append(
+            f"check_grounding, Titanic facts, `{answer}`: p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms  "
+        )
     lines.append("")
     lines.append("| figure | " + " | ".join(result["models"]) + " |")
     lines.append("| --- |" + " --- |" * len(result["models"]))
@@ -281,6 +338,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--quantize", action="store_true", help="measure the int8 dynamically quantised model")
     p.add_argument("--limit", type=int, default=None, help="first N items per set (quick looks only)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: LocalJudgeConfig.threads)")
+    p.add_argument("--skip-baseline", action="store_true", help="measure the shipped model only")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "judge_accuracy")
     args = p.parse_args(argv)
     if not (args.data / "wice_claim_dev.jsonl").is_file():
@@ -288,7 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     import torch
 
-    torch.set_num_threads(2)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     tasks = load_tasks(args.data, "eval")
     if args.limit:
         tasks = {k: v[: args.limit] for k, v in tasks.items()}
@@ -302,7 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     shipped.load()
     load_seconds = round(time.perf_counter() - t0, 2)
     judges = {"shipped": shipped}
-    if LocalJudge.available(args.baseline):
+    if args.skip_baseline:
+        pass
+    elif LocalJudge.available(args.baseline):
         config = LocalJudgeConfig()
         if args.baseline_config.is_file():
             tuned = json.loads(args.baseline_config.read_text())["config"]
@@ -325,8 +387,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["models"][name] = evaluate(RecordingJudge(judge), tasks)
         result["models"][name]["config"] = judge.config.__dict__ | {"window_sizes": list(judge.config.window_sizes)}
     result["latency_wice_page"] = latency(shipped, tasks["wice"])
+    result["latency_titanic_grounding"] = grounding_latency(shipped)
+    result["dtype"] = shipped.dtype
+    result["torch_threads"] = torch.get_num_threads()
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print("latency per (claim, WiCE page):", result["latency_wice_page"], "load", load_seconds, "s")
+    print("check_grounding (Titanic):", result["latency_titanic_grounding"])
     print("peak RSS MB:", result["peak_rss_mb"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")

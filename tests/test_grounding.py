@@ -296,27 +296,15 @@ def test_bad_fact_types_are_refused() -> None:
 
 # -- the real embedded models --------------------------------------------------------------------
 
-needs_local_judge = pytest.mark.skipif(
-    not LocalJudge.available(), reason="the embedded judge's weights are not installed yet"
-)
-
 
 @pytest.mark.slow
-@needs_local_judge
 def test_titanic_examples_with_the_real_default_judge() -> None:
     verifier = Verifier()  # the defaults: MiniLM embedder and the embedded local judge
-    assert verifier.judge is not None and verifier.judge.name == "local"
+    assert isinstance(verifier.judge, LocalJudge)  # the shipped weights, never a skip when absent
     assert_vertex_examples(verifier)
 
 
 @pytest.mark.slow
-@needs_local_judge
-@pytest.mark.xfail(
-    reason="the embedded judge (first shipped weights) reads 'It starred Brad Pitt and Kate Winslet' against the "
-    "Wikipedia fact as not_found (entailment 0.02, contradiction 0.05 at best), not contradicted; the "
-    "anti-citation path itself is covered by test_anti_citations_cite_the_contradicting_fact",
-    strict=False,
-)
 def test_partly_supported_claim_is_anti_cited_with_the_real_judge() -> None:
     verifier = Verifier()
     answer = "Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet."

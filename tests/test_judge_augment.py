@@ -1,0 +1,60 @@
+"""Synthetic training pairs for the local judge: each edit must really change the label."""
+
+from __future__ import annotations
+
+import random
+
+from guardrail.judges import augment, checks
+
+EVIDENCE = "The film was released on December 19, 1997, and grossed over $1.84 billion worldwide in 120 countries."
+
+
+def test_number_swap_changes_a_stated_value_to_one_the_evidence_lacks() -> None:
+    rng = random.Random(0)
+    claim = "The film was released in 1997 in 120 countries."
+    for _ in range(20):
+        new = augment.number_swap(claim, EVIDENCE, rng)
+        assert new is not None and new != claim
+        assert checks.missing_numbers(new, EVIDENCE), new  # the new value is not in the evidence
+
+
+def test_number_swap_leaves_bounds_and_tokens_alone() -> None:
+    rng = random.Random(0)
+    assert augment.number_swap("It grossed more than 120 dollars.", EVIDENCE, rng) is None
+    assert augment.number_swap("CO2 levels rose.", "CO2 levels rose.", rng) is None
+    assert augment.number_swap("It was shown in 50 countries.", EVIDENCE, rng) is None  # 50 is not stated
+
+
+def test_entity_swap_replaces_a_mentioned_name_but_not_the_subject() -> None:
+    rng = random.Random(0)
+    evidence = "Kate Winslet and Leonardo DiCaprio star as lovers in the film by James Cameron."
+    claim = "The film by James Cameron stars Kate Winslet."
+    new = augment.entity_swap(claim, evidence, ["Brad Pitt", "Tom Hanks", "Leonardo DiCaprio", "Madonna"], rng)
+    assert new is not None
+    assert "Brad Pitt" in new or "Tom Hanks" in new
+    assert "Leonardo DiCaprio" not in new  # a name the evidence mentions would keep the claim true
+    # The subject at the start of the claim is never swapped.
+    assert augment.entity_swap("Kate Winslet starred in it.", evidence, ["Brad Pitt"], rng) is None
+
+
+def test_negate_adds_or_removes_one_negation() -> None:
+    rng = random.Random(0)
+    assert augment.negate("The drug was approved in 2010.", rng) == "The drug was not approved in 2010."
+    assert augment.negate("The drug was not approved in 2010.", rng) == "The drug was approved in 2010."
+    assert augment.negate("It never rains and nothing grows.", rng) is None
+
+
+def test_antonym_swap_needs_the_word_in_the_evidence() -> None:
+    rng = random.Random(0)
+    evidence = "Global temperatures increased by 1 degree."
+    assert augment.antonym_swap("Temperatures increased.", evidence, rng) == "Temperatures decreased."
+    assert augment.antonym_swap("Temperatures rose.", evidence, rng) is None
+
+
+def test_neutral_edits_add_an_unsupported_part() -> None:
+    assert augment.add_clause("Titanic was directed by James Cameron.", "The sea is blue today.") == (
+        "Titanic was directed by James Cameron, and the sea is blue today."
+    )
+    assert augment.add_year("Titanic was directed by James Cameron.", EVIDENCE, random.Random(0)) is None
+    new = augment.add_year("It was directed by James Cameron.", "James Cameron directed it.", random.Random(0))
+    assert new is not None and checks.missing_numbers(new, "James Cameron directed it.")
