@@ -882,10 +882,14 @@ class _Extractor:
         for c in self.cites_in(s, e):
             parts.append(text[i : c.start])
             if c.link_text:
-                parts.append(c.link_text)
+                parts.append(f"\x00{c.link_text}\x01")
             i = max(i, c.end)
         parts.append(text[i:e])
         out = "".join(parts)
+        # Links alone in parentheses are a citation, not part of what the sentence says:
+        # "([source](url))", "([BBC](u); [AP](v))" leave no "(source)" behind in the claim.
+        out = _CITATION_ONLY_PARENS.sub("", out)
+        out = out.replace("\x00", "").replace("\x01", "")
         out = re.sub(r"(?m)^[ \t]*(?:>[ \t]?)+", "", out)
         out = re.sub(r"`+", "", out)
         out = re.sub(r"\*\*|__|~~|(?<!\w)[*_]|[*_](?!\w)", "", out)
@@ -897,6 +901,9 @@ class _Extractor:
         out = re.sub(r"\s+([.,;:!?。、，；：！？])", r"\1", out)
         out = re.sub(r"(?<!\.)\.\.(?!\.)", ".", out)
         return out.strip()
+
+
+_CITATION_ONLY_PARENS = re.compile(r"\(\s*\x00[^\x00\x01]*\x01(?:\s*(?:[,;]|and|&)?\s*\x00[^\x00\x01]*\x01)*\s*\)")
 
 
 def _expand(group: str) -> list[str]:

@@ -205,7 +205,9 @@ class AnswerClaim(BaseModel):
     end: int = Field(description="UTF-8 byte offset just past the sentence.")
     grounding_check_required: bool = True
     plain_text: str = Field(
-        default="", description="The sentence as checked: markup, markers and URLs removed, link text kept."
+        default="",
+        description="The sentence as checked: markup, markers and URLs removed, link text kept "
+        "(but for links standing alone in parentheses as a citation: '([source](url))').",
     )
     citations: list[CitationRef] = Field(default_factory=list)
     verdicts: list[UrlVerdict] = Field(default_factory=list)

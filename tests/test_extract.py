@@ -217,6 +217,22 @@ def test_inline_markdown_links_with_and_without_title() -> None:
     assert claim(ex, "An !").citations == []
 
 
+def test_links_alone_in_parentheses_leave_no_link_text_in_the_claim() -> None:
+    answer = (
+        "The Alder River is 180 km long ([source](https://a.example/r)). "
+        "It floods in spring ([BBC](https://b.example/1); [AP](https://c.example/2)). "
+        "The [WHO](https://who.example/a) (a UN agency) says so."
+    )
+    ex = extract_claims(answer)
+    check_spans(answer, ex)
+    assert [c.plain_text for c in ex.claims] == [
+        "The Alder River is 180 km long.",
+        "It floods in spring.",
+        "The WHO (a UN agency) says so.",
+    ]
+    assert [len(c.citations) for c in ex.claims] == [1, 2, 1]
+
+
 def test_marker_like_link_text_is_not_kept_as_text() -> None:
     ex = extract_claims("Water boils [1](https://a.example/1).")
     ref = ex.claims[0].citations[0]
