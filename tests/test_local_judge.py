@@ -95,6 +95,14 @@ def test_negation_flip() -> None:
     assert not checks.negation_flip("It isn't green.", "It is not green.")
 
 
+def test_a_sentence_adverb_opening_the_claim_is_not_a_name() -> None:
+    assert checks.entities("Indeed, the Birch River is long.") == ["Birch River"]
+    assert checks.entities("Notably, Brad Pitt starred.") == ["Brad Pitt"]
+    assert checks.entities("Put simply, the Elm River is long.") == ["Elm River"]
+    assert checks.entities("Paris, the capital, is big.") == ["Paris"]  # a name opening the sentence stays
+    assert checks.missing_entities("Indeed, the Birch River is 217 km long.", "The Birch River is 217 km long.") == []
+
+
 def test_missing_entities() -> None:
     assert checks.entities("It starred Brad Pitt and Kate Winslet.") == ["Brad Pitt", "Kate Winslet"]
     assert checks.missing_entities("It starred Brad Pitt and Kate Winslet.", TITANIC_TEXT) == ["Brad Pitt"]

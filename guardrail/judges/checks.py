@@ -572,11 +572,40 @@ _NOT_ENTITY = (
 )
 
 
+_LEAD_INS = frozenset(
+    {
+        "indeed", "however", "moreover", "furthermore", "nevertheless", "nonetheless", "meanwhile",
+        "overall", "today", "currently", "still", "thus", "hence", "therefore", "besides", "instead",
+        "otherwise", "yes", "no", "put", "first", "second", "third", "finally", "then", "next",
+        "later", "earlier", "again", "here", "there", "now", "yet", "so", "well", "alas", "anyway",
+        "likewise", "conversely", "notably", "briefly", "incidentally", "interestingly", "similarly",
+        "additionally", "consequently", "unfortunately", "fortunately", "importantly", "ultimately",
+        "specifically", "generally", "typically", "historically", "originally", "recently",
+        "subsequently", "eventually", "accordingly", "alternatively", "essentially", "basically",
+        "clearly", "obviously", "surprisingly", "sadly", "initially", "previously", "primarily",
+        "mainly", "largely", "usually", "traditionally", "officially", "reportedly", "apparently",
+        "allegedly", "arguably", "technically", "practically", "simply", "actually", "really",
+        "certainly", "honestly", "frankly", "naturally", "presumably", "undoubtedly", "admittedly",
+    }
+)  # fmt: skip
+
+
+def _is_lead_in(text: str, start: int, end: int) -> bool:
+    """Whether the single capitalised word at ``start:end`` opens the text and is a common sentence
+    adverb or opener ("Indeed, ...", "Notably, ...", "Put simply, ...") rather than a name."""
+    if text[:start].strip(" \t\n\"'“‘(*_"):
+        return False
+    return text[start:end].lower() in _LEAD_INS
+
+
 def entities(text: str) -> list[str]:
-    """Capitalised word sequences that look like names (sentence-initial common words dropped)."""
+    """Capitalised word sequences that look like names (sentence-initial common words and
+    sentence adverbs such as "Indeed," or "Notably," dropped)."""
     found: list[str] = []
     for m in _CAP_SEQ.finditer(text):
         words = m.group(0).split()
+        if len(words) == 1 and _is_lead_in(text, m.start(), m.end()):
+            continue
         while words and words[0].lower() in _NOT_ENTITY:
             words = words[1:]
         while words and words[-1].lower() in _NOT_ENTITY:
