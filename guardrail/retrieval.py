@@ -142,6 +142,20 @@ class CachingEmbedder:
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
 
+_SHARED_LOCK = threading.Lock()
+_SHARED: list[CachingEmbedder] = []
+
+
+def shared_embedder() -> CachingEmbedder:
+    """The process-wide default embedder: MiniLM behind one LRU of vectors, shared by every
+    Verifier built without an embedder (a LangChain guard, a LlamaIndex postprocessor and a
+    ``check_grounding`` call in one process reuse each other's page and fact vectors)."""
+    with _SHARED_LOCK:
+        if not _SHARED:
+            _SHARED.append(CachingEmbedder(MiniLMEmbedder()))
+        return _SHARED[0]
+
+
 def top_k(query: Matrix, candidates: Matrix, k: int) -> list[int]:
     """Indices of the ``k`` candidate rows most cosine-similar to ``query`` (best first).
 

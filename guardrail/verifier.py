@@ -19,7 +19,7 @@ from guardrail.fetch.interpret import interpret
 from guardrail.guard import apply_quote_guard
 from guardrail.judges.base import Judge
 from guardrail.passages import split_passages
-from guardrail.retrieval import CachingEmbedder, Embedder, MiniLMEmbedder, top_k
+from guardrail.retrieval import Embedder, shared_embedder, top_k
 from guardrail.schema import (
     AnswerClaim,
     AnswerReport,
@@ -150,7 +150,7 @@ class Verifier:
             settings = settings.model_copy(update={"top_k": top_k})
         self.settings = settings
         self.fetcher: Fetcher = fetcher or _default_fetcher(settings)
-        self.embedder: Embedder = embedder or CachingEmbedder(MiniLMEmbedder())
+        self.embedder: Embedder = embedder or shared_embedder()
         self._judge = judge
         self._judge_resolved = judge is not None
         self.recorders = list(recorders)

@@ -146,3 +146,15 @@ class TestCachingEmbedder:
         cached.embed(["a", "b"])
         assert inner.batches == [2, 1, 1]
         assert cached.embed([]).shape[0] == 0
+
+    def test_verifiers_built_without_an_embedder_share_one_cache(self) -> None:
+        from guardrail import Verifier
+        from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder, shared_embedder
+        from tests.fakes import HashEmbedder
+
+        settings = Settings()
+        first, second = Verifier(settings=settings), Verifier(settings=settings)
+        assert first.embedder is second.embedder is shared_embedder()
+        assert isinstance(first.embedder, CachingEmbedder) and isinstance(first.embedder.inner, MiniLMEmbedder)
+        own = HashEmbedder()
+        assert Verifier(settings=settings, embedder=own).embedder is own
