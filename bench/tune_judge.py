@@ -1,7 +1,7 @@
 """Choose the local judge's thresholds and candidate budget on the **tune** part of the by-claim split.
 
     python bench/tune_judge.py [--data ../shared/data] [--model DIR] [--cache FILE] [--write FILE]
-                               [--budgets] [--latency]
+                               [--budgets] [--latency] [--rounds FILE]
 
 Never touches the eval part. Steps:
 
@@ -17,6 +17,10 @@ Never touches the eval part. Steps:
    accuracy. Pairs and tokens per request are counted.
 3. ``--latency``: each budget scores the WiCE tune requests again with no cache, one request at a
    time (warm model), for ms per (claim, page) p50/p95 of the judge alone.
+
+``--rounds FILE`` instead compares the early-exit settings of ``ROUNDS`` with scoring every
+candidate: pairs per request and how many labels differ (``LocalJudgeConfig.early_exit`` and
+``first_round`` were chosen from it: the cheapest setting with no label differing).
 
 Prints everything; ``--write`` stores the chosen thresholds, the figures and the budget table as
 JSON (the chosen values go into ``LocalJudgeConfig``'s defaults by hand).
@@ -236,6 +240,44 @@ def latency(judge: LocalJudge, requests: Sequence[Scored]) -> dict:
     return {"p50_ms": round(float(np.percentile(times, 50)), 1), "p95_ms": round(float(np.percentile(times, 95)), 1)}
 
 
+ROUNDS: list[dict[str, Any]] = [
+    {"early_exit": 1.01},
+    *({"early_exit": e, "first_round": f} for f in (0, 1, 2) for e in (0.9, 0.7, 0.5, 0.4, 0.3)),
+]
+"""Early-exit settings compared with scoring everything (``--rounds``)."""
+
+
+def rounds_study(
+    recorded: dict[str, list[Scored]], tasks: dict[str, list[Task]], cache: dict, base: LocalJudgeConfig
+) -> list[dict[str, Any]]:
+    """For each ROUNDS setting: pairs and tokens per request (all sets, and WiCE alone), how many
+    labels differ from scoring every candidate, and the tuning figures (default thresholds)."""
+    n = sum(len(v) for v in recorded.values())
+    reference: dict[str, list[str]] | None = None
+    rows = []
+    for over in ROUNDS:
+        config = dataclasses.replace(base, **over)
+        judge = CachedJudge(cache, config=config)
+        rescored = rescore(judge, recorded)
+        got = {name: labels(scored, config) for name, scored in rescored.items()}
+        reference = reference or got
+        differ = sum(a != b for name in got for a, b in zip(got[name], reference[name], strict=True))
+        wice = CachedJudge(cache, config=config)
+        rescore(wice, {"wice": recorded["wice"]})
+        row = {
+            "setting": over,
+            "pairs_per_request": round(judge.pairs / n, 2),
+            "tokens_per_request": round(judge.tokens / n),
+            "wice_pairs_per_request": round(wice.pairs / len(recorded["wice"]), 1),
+            "labels_differing_from_full": differ,
+            "requests": n,
+            "figures": figures(rescored, tasks, config),
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -247,6 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=None, help="pickle of the recorded tune part (reused if present)")
     p.add_argument("--budgets", action="store_true", help="search every budget of BUDGETS, not just the default")
     p.add_argument("--latency", action="store_true", help="time each budget on the WiCE tune requests")
+    p.add_argument(
+        "--rounds", type=Path, default=None, help="compare early-exit settings with scoring everything; write JSON here"
+    )
     args = p.parse_args(argv)
     if not (args.data / "wice_claim_dev.jsonl").is_file():
         print(f"skipped: no labelled data at {args.data}")
@@ -277,6 +322,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cache:
             args.cache.write_bytes(pickle.dumps({"recorded": recorded, "cache": cache}))
     n_requests = sum(len(v) for v in recorded.values())
+    if args.rounds:
+        rows = rounds_study(recorded, tasks, cache, base)
+        args.rounds.parent.mkdir(parents=True, exist_ok=True)
+        args.rounds.write_text(
+            json.dumps(
+                {
+                    "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]),
+                    "split": "tune part (sha256 buckets 45-61)",
+                    "dtype": LocalJudge(model_path=args.model, config=base).dtype,
+                    "rows": rows,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        return 0
     default_budget = {k: getattr(base, k) for k in SUPERSET}
     budgets = dict(BUDGETS) if args.budgets else {}
     budgets["default (LocalJudgeConfig)"] = default_budget

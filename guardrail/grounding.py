@@ -11,6 +11,10 @@ judge's verdicts become Vertex's scores:
 * **citation**: a fact is cited for a claim when the judge found it ``supported`` (with a quote
   the quote guard found in the fact) with a confidence of at least ``citationThreshold``
   (default 0.6); the judge's confidence for a ``supported`` verdict is its support probability.
+  The threshold goes to the judge as ``settle_at``: the embedded judge, which scores a fact's
+  sentences best first, stops only at a support of at least the threshold, so whether a fact is
+  cited does not depend on where it stopped (the score can be below what scoring every
+  candidate would find).
 * **anti-citation** (``enableAntiCitations``): a fact the judge found ``contradicted`` with a
   confidence of at least ``antiCitationThreshold`` (default 0.8).
 * **claim score** (``enableClaimLevelScore``): the highest support probability over the facts,
@@ -322,7 +326,7 @@ async def acheck_grounding_request(
     shortlist = await _shortlist(verifier, claim_texts, request.facts, max_facts_per_claim)
     fact_objs = [Fact(text=f.fact_text, source=_fact_source(i)) for i, f in enumerate(request.facts)]
     tasks = [
-        ClaimTask(claim=text, evidence=[fact_objs[i] for i in chosen])
+        ClaimTask(claim=text, evidence=[fact_objs[i] for i in chosen], settle_at=spec.citation_threshold)
         for text, chosen in zip(claim_texts, shortlist, strict=True)
     ]
     reports = await verifier.averify_many(tasks) if tasks else []

@@ -137,6 +137,14 @@ class JudgeRequest(BaseModel):
 
     claim: str
     passages: list[str]
+    settle_at: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="The least support confidence at which a judge that scores evidence in rounds may "
+        "stop looking (a caller that thresholds the confidence, such as the grounding check's "
+        "citationThreshold, passes its threshold); judges that decide in one pass ignore it.",
+    )
 
 
 class JudgeVerdict(BaseModel):

@@ -81,10 +81,12 @@ Evidence = str | Fact
 
 @dataclass(frozen=True)
 class ClaimTask:
-    """One claim and the evidence it cites, as the verifier's unit of work."""
+    """One claim and the evidence it cites, as the verifier's unit of work (``settle_at``: see
+    :attr:`JudgeRequest.settle_at <guardrail.schema.JudgeRequest.settle_at>`)."""
 
     claim: str
     evidence: Sequence[Evidence]
+    settle_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -380,7 +382,9 @@ class Verifier:
                 evidence.append(item.strip())
             else:
                 raise TypeError(f"evidence must be a URL string or a Fact, not {type(item).__name__}")
-        return ClaimTask(claim=task.claim.strip(), evidence=list(dict.fromkeys(evidence)))
+        if task.settle_at is not None and not 0.0 <= task.settle_at <= 1.0:
+            raise ValueError(f"settle_at must be in [0, 1], not {task.settle_at}")
+        return ClaimTask(claim=task.claim.strip(), evidence=list(dict.fromkeys(evidence)), settle_at=task.settle_at)
 
     async def _fetch(self, urls: Sequence[str], memo: PageMemo) -> dict[str, FetchedPage]:
         missing = [u for u in urls if u not in memo.tasks]
@@ -447,7 +451,10 @@ class Verifier:
         ]
         shown = await self._retrieve(tasks, pairs, source_passages)
         verdicts = await self._run_judge(
-            [JudgeRequest(claim=tasks[i].claim, passages=shown[n]) for n, (i, _) in enumerate(pairs)]
+            [
+                JudgeRequest(claim=tasks[i].claim, passages=shown[n], settle_at=tasks[i].settle_at)
+                for n, (i, _) in enumerate(pairs)
+            ]
         )
         judged: dict[tuple[int, Evidence], tuple[UrlVerdict, list[str]]] = {}
         for n, (i, ev) in enumerate(pairs):

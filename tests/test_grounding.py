@@ -119,6 +119,11 @@ def test_one_verifier_call_judges_every_claim_fact_pair_and_skips_filler() -> No
         ("It was released in 1997.", (FACT_WIKI,)),
         ("It was released in 1997.", (FACT_TOMATOES,)),
     ]  # "Here is what I found." is never judged
+    # The citation threshold travels with every request, so a judge stops looking only at a
+    # support that would be cited anyway.
+    assert {r.settle_at for r in judge.calls[0]} == {0.6}
+    check_grounding(TITANIC_EXAMPLES[3][0], FACTS, {"citationThreshold": 0.85}, verifier=verifier)
+    assert {r.settle_at for r in judge.calls[1]} == {0.85}
 
 
 def test_support_score_is_the_mean_claim_score_and_claim_scores_are_optional() -> None:

@@ -22,6 +22,7 @@ from guardrail.judges.local import (
     Scored,
     build_candidates,
     decide,
+    plan_rounds,
 )
 from tests.fakes import HashEmbedder
 from tests.fixtures.pages import BOILING, TITANIC, UNRELATED
@@ -269,6 +270,54 @@ def test_early_exit_skips_windows_when_a_sentence_settles_the_claim() -> None:
     assert full.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT])])[0].label == "supported"
     assert len(full.asked) > kinds_scored  # without the exit, windows and joins are scored too
     assert len(set(full.asked)) == len(full.asked)  # and no text twice
+
+
+def test_rounds_put_the_best_ranked_sentence_and_its_windows_first() -> None:
+    claim = "Titanic was directed by James Cameron."
+    config = LocalJudgeConfig(first_round=1)
+    plan = build_candidates(JudgeRequest(claim=claim, passages=[TITANIC_TEXT]), config)
+    rounds = plan_rounds(plan, config)
+    assert [len(r) for r in rounds] and sum(len(r) for r in rounds) == len(plan)
+    assert [c.kind for c in rounds[0]] == ["sentence"] and rounds[0][0].rank == 0
+    assert "James Cameron" in rounds[0][0].text
+    assert rounds[1] and all(c.kind == "window" and rounds[0][0].text in c.text for c in rounds[1])
+    assert all(c.kind == "sentence" for c in rounds[2])
+    assert all(c.kind != "sentence" for c in rounds[3])
+    assert plan_rounds(plan, LocalJudgeConfig(early_exit=1.01)) == [plan]
+
+
+def test_a_claim_its_best_sentence_settles_costs_one_pair() -> None:
+    claim = "Titanic was directed by James Cameron."
+    first = TITANIC_TEXT.split("\n\n")[0]
+    judge = _TableJudge({first: (0.7, 0.2, 0.1)}, LocalJudgeConfig(early_exit=0.5, first_round=1))
+    verdict = judge.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT])])[0]
+    assert verdict.label == "supported" and verdict.evidence_quote == first
+    assert judge.asked == [first]
+    # Below the exit, the later rounds run and can still change the confidence (not the label here).
+    unsure = _TableJudge({first: (0.45, 0.45, 0.1)}, LocalJudgeConfig(early_exit=0.5, first_round=1))
+    assert unsure.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT])])[0].label == "supported"
+    assert len(unsure.asked) > 1
+
+
+def test_a_request_settles_only_at_its_own_higher_threshold() -> None:
+    claim = "Titanic was directed by James Cameron."
+    first = TITANIC_TEXT.split("\n\n")[0]
+    config = LocalJudgeConfig(early_exit=0.5, first_round=1)
+    plain = _TableJudge({first: (0.55, 0.35, 0.1)}, config)
+    plain.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT])])
+    assert plain.asked == [first]
+    strict = _TableJudge({first: (0.55, 0.35, 0.1)}, config)
+    strict.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT], settle_at=0.6)])
+    assert len(strict.asked) > 1  # 0.55 is not enough for a caller that cites at 0.6
+
+
+def test_a_request_sharing_no_word_with_the_claim_is_not_scored() -> None:
+    judge = _TableJudge({}, LocalJudgeConfig())
+    request = JudgeRequest(claim="Quantum chromodynamics binds quarks.", passages=[TITANIC_TEXT])
+    verdict = judge.judge_sync([request])[0]
+    assert verdict.label == "not_found" and judge.asked == []
+    off = _TableJudge({}, LocalJudgeConfig(skip_unrelated=False))
+    assert off.judge_sync([request])[0].label == "not_found" and off.asked
 
 
 def test_unavailable_without_weights(tmp_path: Path) -> None:
