@@ -8,8 +8,10 @@ The same fake chain runs with and without the guard at its end,
 over answers of 1, 5 and 20 cited sentences (each cites one of ten ~1,000-word article pages
 served on 127.0.0.1: six passages each, so retrieval picks the top 3). Pages are warm: the
 verifier's fetcher is a CachedFetcher over a SQLite page cache filled by a warm-up pass (as a
-service with GUARDRAIL_CACHE runs), so no page is downloaded while measuring; every stage after
-the fetch (extract, passages, MiniLM retrieval, judge, policy) runs for real on every answer.
+service with GUARDRAIL_CACHE runs), so no page is downloaded while measuring, and the embedder is
+the default's cache over MiniLM, so a page's passages were embedded once, in the warm-up. Every
+answer is new: each claim is a wording of a page's fact not used before in the run (``ClaimWriter``),
+so claim embedding, extraction, retrieval, the judge and the policy run for real on every answer.
 Models are loaded before measuring.
 
 Printed and written to bench/results/guard_overhead.json:
@@ -54,7 +56,7 @@ from langchain_core.output_parsers import StrOutputParser
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier
 from guardrail.demo import LoopbackSite, Route, article, site_fetcher
 from guardrail.judges.local import LocalJudge
-from guardrail.retrieval import MiniLMEmbedder, offline_minilm_path
+from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder, offline_minilm_path
 from guardrail.store.cache import CachedFetcher, PageCache
 from guardrail_langchain import CitationGuard
 
@@ -126,19 +128,67 @@ def river_page(i: int) -> tuple[str, list[str]]:
     paragraphs = [filler[0], facts[0], *filler[1:6], *towns_text, facts[1], *filler[6:]]
     paragraphs += [f"{p} Records kept in {towns[k % 3]} describe this in detail." for k, p in enumerate(filler[:6])]
     claims = [
-        f"The {name} is about {length} kilometres long",
-        f"The {name} flows from the {source} to the {mouth}",
+        [t.format(name=name, length=length) for t in LENGTH_WORDINGS],
+        [t.format(name=name, source=source, mouth=mouth) for t in COURSE_WORDINGS],
     ]
     return article(f"The {name}", paragraphs), claims
 
 
-def build_answer(site: LoopbackSite, n: int, pages: Sequence[tuple[str, list[str]]]) -> str:
-    """An answer of ``n`` cited sentences, two per page, each citing its page with a markdown link."""
+LENGTH_WORDINGS = [
+    "The {name} is about {length} kilometres long",
+    "The {name} measures about {length} kilometres from source to mouth",
+    "The {name} has a length of around {length} kilometres",
+    "At roughly {length} kilometres, the {name} is a river of the northern provinces",
+]
+COURSE_WORDINGS = [
+    "The {name} flows from the {source} to the {mouth}",
+    "The {name} rises in the {source} and reaches the sea at the {mouth}",
+    "From its source in the {source}, the {name} runs to the {mouth}",
+    "The {name} begins in the {source} and ends in the {mouth}",
+]
+LEAD_INS = [
+    "",
+    "In short, ",
+    "Notably, ",
+    "As it happens, ",
+    "Indeed, ",
+    "In fact, ",
+    "For the record, ",
+    "Also, ",
+    "Briefly, ",
+    "Put simply, ",
+    "As a matter of fact, ",
+    "Incidentally, ",
+]
+
+
+class ClaimWriter:
+    """Hands out a claim about a page's fact in a wording not used before in this run of the bench
+    (wording x lead-in: 48 per fact), so no claim's vector or verdict can come from an earlier answer."""
+
+    def __init__(self, pages: Sequence[tuple[str, list[list[str]]]]) -> None:
+        self.pages = pages
+        self.used: dict[tuple[int, int], int] = {}
+
+    def claim(self, page: int, fact: int) -> str:
+        n = self.used.get((page, fact), 0)
+        self.used[(page, fact)] = n + 1
+        wordings = self.pages[page][1][fact]
+        if n >= len(wordings) * len(LEAD_INS):
+            raise RuntimeError("the bench ran out of fresh claim wordings; add some")
+        text = wordings[n % len(wordings)]
+        lead = LEAD_INS[n // len(wordings)]
+        return lead + (text[0].lower() + text[1:] if lead else text)
+
+
+def build_answer(site: LoopbackSite, n: int, writer: ClaimWriter, first_page: int = 0) -> str:
+    """An answer of ``n`` cited sentences, two per page from ``first_page`` on, each a fresh wording,
+    each citing its page with a markdown link."""
     sentences = []
+    pages = len(writer.pages)
     for k in range(n):
-        p = (k // 2) % len(pages)
-        claim = pages[p][1][k % 2]
-        sentences.append(f"{claim} ([source]({site.url(f'/river-{p}')})).")
+        p = (first_page + k // 2) % pages
+        sentences.append(f"{writer.claim(p, k % 2)} ([source]({site.url(f'/river-{p}')})).")
     return " ".join(sentences) + "\n"
 
 
@@ -180,6 +230,16 @@ class TimedEmbedder:
         finally:
             self.seconds += time.perf_counter() - start
             self.texts += len(texts)
+
+
+class NoJudge:
+    """A judge that decides nothing at no cost: the "plumbing" runs measure everything else."""
+
+    name = "none"
+    model = None
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        return [JudgeVerdict(label="not_found", confidence=0.0) for _ in requests]
 
 
 def stand_in_model(folder: Path) -> Path:
@@ -232,13 +292,16 @@ def ms(seconds: float) -> float:
 
 
 def measure_invoke(
-    answer: str, verifier: Verifier, runs: int, judge: TimedJudge | None, embedder: TimedEmbedder
+    answers: Sequence[str], verifier: Verifier, judge: TimedJudge | None, embedder: TimedEmbedder
 ) -> dict[str, Any]:
-    base = FakeListChatModel(responses=[answer]) | StrOutputParser()
-    guarded = FakeListChatModel(responses=[answer]) | StrOutputParser() | CitationGuard(verifier=verifier)
-    guarded.invoke("q")  # warm: models, cache, code paths
+    """Paired runs, one fresh answer each (the first only warms code paths and is not counted)."""
     plain_t, guard_t, added, judge_s, embed_s = [], [], [], [], []
-    for _ in range(runs):
+    for n, answer in enumerate(answers):
+        base = FakeListChatModel(responses=[answer]) | StrOutputParser()
+        guarded = FakeListChatModel(responses=[answer]) | StrOutputParser() | CitationGuard(verifier=verifier)
+        if n == 0:
+            guarded.invoke("q")
+            continue
         start = time.perf_counter()
         base.invoke("q")
         plain_t.append(time.perf_counter() - start)
@@ -251,7 +314,7 @@ def measure_invoke(
         embed_s.append(embedder.seconds - e0)
         added.append(guard_t[-1] - plain_t[-1])
     return {
-        "runs": runs,
+        "runs": len(answers) - 1,
         "plain_p50_ms": ms(pct(plain_t, 0.5)),
         "plain_p95_ms": ms(pct(plain_t, 0.95)),
         "guarded_p50_ms": ms(pct(guard_t, 0.5)),
@@ -275,30 +338,34 @@ async def first_sentence_time(chain: Any, first: str) -> float:
     return time.perf_counter() - start
 
 
-def measure_stream(answer: str, verifier: Verifier, runs: int, cps: float) -> dict[str, Any]:
-    first = answer.split(")). ")[0] + "))."
+def measure_stream(answers: Sequence[str], verifier: Verifier, cps: float) -> dict[str, Any]:
+    """Time to the first sentence, one fresh answer per run (the first only warms code paths)."""
     sleep = 1.0 / cps if cps > 0 else None
 
-    def chains() -> tuple[Any, Any]:
+    def first_of(answer: str) -> str:
+        return answer.split(")). ")[0] + "))."
+
+    def chains(answer: str) -> tuple[Any, Any]:
         base = FakeListChatModel(responses=[answer], sleep=sleep) | StrOutputParser()
         return base, base | CitationGuard(verifier=verifier)
 
     async def go() -> tuple[list[float], list[float]]:
         plain, guarded = [], []
-        base, guard = chains()
-        await first_sentence_time(guard, first)  # warm
-        for _ in range(runs):
-            base, guard = chains()
-            plain.append(await first_sentence_time(base, first))
-            guarded.append(await first_sentence_time(guard, first))
+        for n, answer in enumerate(answers):
+            base, guard = chains(answer)
+            if n == 0:
+                await first_sentence_time(guard, first_of(answer))
+                continue
+            plain.append(await first_sentence_time(base, first_of(answer)))
+            guarded.append(await first_sentence_time(guard, first_of(answer)))
         return plain, guarded
 
     plain, guarded = asyncio.run(go())
     p50_plain, p50_guard = pct(plain, 0.5), pct(guarded, 0.5)
     return {
-        "runs": runs,
+        "runs": len(answers) - 1,
         "chars_per_second": cps,
-        "first_sentence_chars": len(first),
+        "first_sentence_chars": round(sum(len(first_of(a)) for a in answers[1:]) / max(1, len(answers) - 1)),
         "plain_first_sentence_p50_ms": ms(p50_plain),
         "guarded_first_sentence_p50_ms": ms(p50_guard),
         "guarded_first_sentence_p95_ms": ms(pct(guarded, 0.95)),
@@ -327,28 +394,32 @@ def main() -> None:
         fetcher = CachedFetcher(site_fetcher(site, settings), PageCache(tmp / "pages.sqlite"))
         raw_judge, judge_desc = pick_judge(args, tmp)
         judge = TimedJudge(raw_judge) if raw_judge is not None else None
-        embedder = TimedEmbedder(MiniLMEmbedder())
+        # As Verifier's default (guardrail.retrieval.shared_embedder): MiniLM behind an LRU of vectors,
+        # so a warm page's passages are not embedded again; the timer sits outside the cache.
+        embedder = TimedEmbedder(CachingEmbedder(MiniLMEmbedder()))
         print(f"judge: {judge_desc}", file=sys.stderr)
-        print("loading models and warming the page cache...", file=sys.stderr)
+        print("loading models and warming the pages (fetched, converted, passages embedded)...", file=sys.stderr)
         embedder.embed(["warm up"])
         if raw_judge is not None:
             raw_judge.load()
         verifier = Verifier(settings=settings, fetcher=fetcher, embedder=embedder, judge=judge)
-        plumbing = Verifier(settings=settings, fetcher=fetcher, embedder=embedder, judge=None)
-        answers = {n: build_answer(site, n, pages) for n in sizes}
-        for n in sizes:
-            verifier.verify_answer(answers[n])  # fills the page cache
+        plumbing = Verifier(settings=settings, fetcher=fetcher, embedder=embedder, judge=NoJudge())
+        writer = ClaimWriter(pages)
+        verifier.verify_answer(build_answer(site, 2 * len(pages), writer))  # every page, once
         hits_after_warmup = dict(site.hits)
+
+        def fresh(n: int, count: int) -> list[str]:
+            return [build_answer(site, n, writer, first_page=r) for r in range(count)]
 
         results: dict[str, Any] = {"sizes": {}}
         for n in sizes:
             runs = max(3, args.runs // 2) if n >= 20 else args.runs
             print(f"{n} cited sentences: invoke x{runs}...", file=sys.stderr)
-            row: dict[str, Any] = {"invoke": measure_invoke(answers[n], verifier, runs, judge, embedder)}
+            row: dict[str, Any] = {"invoke": measure_invoke(fresh(n, runs + 1), verifier, judge, embedder)}
             print(f"{n} cited sentences: invoke without a judge x{runs}...", file=sys.stderr)
-            row["invoke_no_judge"] = measure_invoke(answers[n], plumbing, runs, None, embedder)
+            row["invoke_no_judge"] = measure_invoke(fresh(n, runs + 1), plumbing, None, embedder)
             print(f"{n} cited sentences: astream x{args.stream_runs}...", file=sys.stderr)
-            row["stream"] = measure_stream(answers[n], verifier, args.stream_runs, args.chars_per_second)
+            row["stream"] = measure_stream(fresh(n, args.stream_runs + 1), verifier, args.chars_per_second)
             results["sizes"][str(n)] = row
         fetched_while_measuring = {p: c - hits_after_warmup.get(p, 0) for p, c in site.hits.items()}
     load_after = os.getloadavg()
