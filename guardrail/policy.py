@@ -11,7 +11,8 @@ The actions, per label of a citation's verdict:
 * ``annotate`` - put the label's badge right after the citation: after a ``[text](url)`` link,
   after a ``[2]`` marker, after a bare URL. For ``kind="source"`` citations (sources passed in,
   no marker in the text) the badge goes after the sentence and shows the claim's overall label.
-* ``strip`` - remove the citation but keep the sentence: ``[text](url)`` becomes ``text``, a
+* ``strip`` - remove the citation but keep the sentence: ``[text](url)`` becomes ``text`` (but
+  ``([text](url))``, a link alone in parentheses, disappears whole), a
   ``[2]`` marker or a bare URL disappears (with the space before it, and parentheses left empty),
   one number leaves a group (``[1, 2]`` becomes ``[1]``). A reference-list entry is removed when
   every citation that used it was stripped, and the whole reference section (its heading too)
@@ -499,7 +500,11 @@ def _render_site(
             else (f"{caret}[{', '.join(kept)}]" if kept else "")
         )
     elif all_stripped:
-        body = ref.link_text if ref.kind == "markdown_link" and ref.link_text is not None else ""
+        # A link standing alone in parentheses is a citation, not words of the sentence: its
+        # text goes with it ("([source](url))" leaves nothing, not "(source)").
+        link_text = ref.link_text if ref.kind == "markdown_link" else None
+        alone = _alone_in_parens(data, site.start, site.end)
+        body = link_text if link_text is not None and not alone else ""
     else:
         body = original.decode("utf-8", "surrogatepass")
     badge_text = render(badges)
@@ -508,6 +513,11 @@ def _render_site(
     if body == original.decode("utf-8", "surrogatepass"):
         return _Edit(site.start, site.start, b"")  # nothing to change
     return _Edit(site.start, site.end, body.encode("utf-8", "surrogatepass"), removal=body == "")
+
+
+def _alone_in_parens(data: bytes, start: int, end: int) -> bool:
+    """Whether ``data[start:end]`` is the only thing inside a pair of parentheses."""
+    return data[:start].rstrip(b" \t").endswith(b"(") and data[end:].lstrip(b" \t").startswith(b")")
 
 
 _SPACE = b" \t"

@@ -228,6 +228,14 @@ def test_strip_and_annotate_puts_the_badge_in_place_of_the_citation() -> None:
     assert g.text == "The WHO ⛔ dead link says water boils ⛔ dead link. Ice melts ⛔ dead link.\n"
 
 
+def test_a_link_alone_in_parentheses_is_stripped_whole() -> None:
+    answer = f"Water boils ([source]({D})). The [WHO]({D}) (a UN agency) says so ( [here]({D}) ).\n"
+    assert guard(answer, {D: U}, Policy.preset("strip")).text == "Water boils. The WHO (a UN agency) says so.\n"
+    assert guard(answer, {D: U}).text == (
+        "Water boils (⛔ dead link). The WHO ⛔ dead link (a UN agency) says so ( ⛔ dead link ).\n"
+    )
+
+
 def test_strip_one_number_of_a_group_and_adjacent_markers() -> None:
     answer = f"Water boils [1, 2, 3]. Ice melts [2][3]. Snow [1][2].\n\n[1]: {A}\n[2]: {D}\n[3]: {D}\n"
     g = guard(answer, {A: S, D: U}, Policy.preset("strip"))
