@@ -387,6 +387,13 @@ class Verifier:
         return ClaimTask(claim=task.claim.strip(), evidence=list(dict.fromkeys(evidence)), settle_at=task.settle_at)
 
     async def _fetch(self, urls: Sequence[str], memo: PageMemo) -> dict[str, FetchedPage]:
+        """Each page once: URLs that differ only in a ``#fragment`` share one fetch (the fragment
+        never reaches the server); each keeps its own URL in its page and verdict."""
+        keys = {u: page_key(u) for u in urls}
+        pages = await self._fetch_keys(list(dict.fromkeys(keys.values())), memo)
+        return {u: pages[k] if k == u else pages[k].model_copy(update={"url": u}) for u, k in keys.items()}
+
+    async def _fetch_keys(self, urls: Sequence[str], memo: PageMemo) -> dict[str, FetchedPage]:
         missing = [u for u in urls if u not in memo.tasks]
         if missing:
             loop = asyncio.get_running_loop()
@@ -583,6 +590,15 @@ class Verifier:
                 recorder(record)
             except Exception:
                 log.exception("audit recorder failed")
+
+
+def page_key(url: str) -> str:
+    """The URL to fetch for a cited URL: without its ``#fragment``, unless the fragment is an app
+    route (``#/path``, ``#!/path``) that a rendering fetcher would follow to other content."""
+    base, sep, fragment = url.partition("#")
+    if not sep or fragment.startswith(("/", "!")):
+        return url
+    return base
 
 
 def _text_sentences(text: str, limit: int | None) -> list[str]:

@@ -4,12 +4,17 @@ real DirectFetcher, and the test Judge/Embedder swapped in through their protoco
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from guardrail import Label, PageMemo, Policy, Verifier, apply_policy
+from guardrail.verifier import page_key
 from tests.fakes import LCDocument, LINode, LINodeWithScore, OverlapJudge, fixture_verifier
-from tests.fixtures.server import FixtureServer, counting
+from tests.fixtures.pages import BOILING
+from tests.fixtures.server import FixtureServer, Route, counting
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 
@@ -17,6 +22,52 @@ S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreach
 def make_verifier() -> tuple[Verifier, OverlapJudge]:
     judge = OverlapJudge()
     return fixture_verifier(judge), judge
+
+
+class _InFlight:
+    """Routes that answer after a pause and record how many requests were being served at once."""
+
+    def __init__(self, body: str, pause: float) -> None:
+        self.body = body.encode()
+        self.pause = pause
+        self.now = 0
+        self.most = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(self.pause)
+        with self.lock:
+            self.now -= 1
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html; charset=utf-8")
+        handler.send_header("Content-Length", str(len(self.body)))
+        handler.end_headers()
+        handler.wfile.write(self.body)
+
+
+def test_pages_of_an_answer_are_fetched_at_once_and_fragments_share_a_fetch(pages: FixtureServer) -> None:
+    slow = _InFlight(BOILING, 0.3)
+    for n in range(4):
+        pages.routes[f"/inflight-{n}"] = Route(handler=slow)
+    u = pages.url
+    answer = (
+        f"Water boils at 100 degrees Celsius [a]({u('/inflight-0')}#top) [b]({u('/inflight-0')}#boiling). "
+        f"Pure water boils at 100 degrees Celsius ({u('/inflight-0')}). "
+        + " ".join(f"Water boils at 100 degrees Celsius at sea level ({u(f'/inflight-{n}')})." for n in (1, 2, 3))
+    )
+    verifier, _ = make_verifier()
+    with counting(pages) as hits:
+        report = verifier.verify_answer(answer)
+    assert hits == {"/inflight-0": 1, "/inflight-1": 1, "/inflight-2": 1, "/inflight-3": 1}
+    assert slow.most >= 2  # the four pages were not fetched one after another
+    first = report.claims[0]
+    # Each citation keeps the URL it cited, fragment included.
+    assert [v.url for v in first.verdicts] == [u("/inflight-0") + "#top", u("/inflight-0") + "#boiling"]
+    assert page_key(u("/a") + "#/route") == u("/a") + "#/route"  # an app route is another page
+    assert page_key(u("/a") + "#!/route") == u("/a") + "#!/route"
 
 
 def answer_with_references(pages: FixtureServer) -> str:
