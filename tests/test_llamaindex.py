@@ -194,6 +194,22 @@ def test_postprocessor_drop_labels_are_configurable(pages: FixtureServer, li_set
     assert restored.drop_labels == [N] and restored.url_key is None
 
 
+def test_postprocessor_drops_what_a_policy_strips_or_blocks(pages: FixtureServer, li_settings: None) -> None:
+    nodes = retrieve_all(VectorStoreIndex.from_documents(documents(pages)))
+
+    def verdicts(post: CitationGuardPostprocessor) -> list[str]:
+        return sorted(meta(n).get("citation_verdict", "-") for n in post.postprocess_nodes(nodes))
+
+    default = CitationGuardPostprocessor(fixture_verifier(), policy=Policy())  # strips unreachable only
+    assert default.drop_labels == [Label.unreachable]
+    assert verdicts(default) == ["-", "-", "contradicted", "not_found", "supported", "supported"]
+    strict = CitationGuardPostprocessor(fixture_verifier(), policy=Policy.strict())  # blocks contradicted
+    assert strict.drop_labels == [Label.contradicted, Label.unreachable]
+    assert verdicts(strict) == ["-", "-", "not_found", "supported", "supported"]
+    with pytest.raises(ValueError, match="not both"):
+        CitationGuardPostprocessor(fixture_verifier(), policy=Policy(), drop_labels=[])
+
+
 def test_postprocessor_url_key_and_long_nodes(pages: FixtureServer) -> None:
     long_text = (
         "At standard atmospheric pressure, which is the pressure at sea level, pure water boils at 100 degrees "

@@ -11,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from guardrail import Label, PageMemo, TextReport, Verifier
+from guardrail import Action, Label, PageMemo, Policy, TextReport, Verifier
 from guardrail.verifier import run_sync
 from guardrail_llamaindex._nodes import node_text, node_url
 
@@ -48,7 +48,9 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
     Those keys are added to the node's ``excluded_embed_metadata_keys`` and
     ``excluded_llm_metadata_keys`` so they never reach an embedding or a prompt. Nodes whose
     verdict is in ``drop_labels`` (default: unreachable, contradicted) are removed, each logged at
-    INFO; the others keep their order. **Nodes whose metadata names no URL pass through untouched**
+    INFO; the others keep their order. ``policy=Policy(...)`` instead of ``drop_labels`` drops the
+    verdicts that policy would strip or block (``Policy()``: unreachable; ``Policy.strict()``:
+    unreachable and contradicted). **Nodes whose metadata names no URL pass through untouched**
     (same object, no verdict keys): there is no page to re-check.
     """
 
@@ -64,7 +66,14 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
 
     _verifier: Verifier | None = PrivateAttr(default=None)
 
-    def __init__(self, verifier: Verifier | None = None, **data: Any) -> None:
+    def __init__(self, verifier: Verifier | None = None, policy: Policy | None = None, **data: Any) -> None:
+        if policy is not None:
+            if "drop_labels" in data:
+                raise ValueError("give drop_labels or policy, not both")
+            # A retrieved node has no citation to strip: what a policy strips or blocks, the node loses.
+            data["drop_labels"] = [
+                label for label in Label if {Action.strip, Action.block} & policy.actions_for(label)
+            ]
         super().__init__(**data)
         self._verifier = verifier
 
