@@ -259,6 +259,17 @@ def test_bare_urls_and_autolinks() -> None:
     assert autolink.marker == "<https://b.example/x?y=1&z=2>"
 
 
+def test_autolink_and_bare_url_with_parentheses_keep_them_and_drop_trailing_punctuation() -> None:
+    answer = "See <https://en.wikipedia.org/wiki/Foo_(bar)>. Also (https://e.example/a_(b)_c), ok."
+    ex = extract_claims(answer)
+    check_spans(answer, ex)
+    got = [(c.kind, c.url, c.marker) for cl in ex.claims for c in cl.citations]
+    assert got == [
+        ("autolink", "https://en.wikipedia.org/wiki/Foo_(bar)", "<https://en.wikipedia.org/wiki/Foo_(bar)>"),
+        ("bare_url", "https://e.example/a_(b)_c", "https://e.example/a_(b)_c"),
+    ]
+
+
 def test_ftp_and_mailto_are_not_citations() -> None:
     ex = extract_claims("Mail mailto:a@b.example or ftp://f.example/x now.")
     assert ex.claims[0].citations == []

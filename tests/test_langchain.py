@@ -109,6 +109,15 @@ def test_message_in_message_out_with_the_report_in_metadata(pages: FixtureServer
     assert [c.overall for c in report.claims] == [Label.supported, Label.contradicted, Label.supported]
 
 
+def test_a_message_chunk_comes_back_as_a_chunk_with_the_report(pages: FixtureServer, verifier: Verifier) -> None:
+    chunk = AIMessageChunk(content=numbered_answer(pages), id="run-2")
+    out = CitationGuard(verifier=verifier).invoke(chunk)
+    assert isinstance(out, AIMessageChunk) and out.id == "run-2"
+    assert "[1] ❌ contradicted" in out.text
+    report = get_citation_report(out)
+    assert isinstance(report, AnswerReport) and report.answer == chunk.text
+
+
 def test_message_content_blocks_keep_non_text_blocks(pages: FixtureServer, verifier: Verifier) -> None:
     tool_block = {"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "water"}}
     message = AIMessage(content=[{"type": "text", "text": inline_answer(pages)}, tool_block])
