@@ -53,7 +53,7 @@ cites every source passed in, and every entry of an unmarked reference section
 removed (a bare URL, ``[1]``); sentences ending in ``:`` (lead-ins such as "Sources:") or ``?``;
 and short filler sentences matching :data:`NON_ASSERTIVE_PATTERNS` ("Here is what I found.",
 "Let me know if you have other questions.", "I hope this helps!"). They are reported but never
-verified, even when they carry a citation.
+judged; the verifier still fetches the links they carry and reports them when all are dead.
 
 Streaming callers use :func:`stream_cut` to know how much of a growing answer is final.
 """

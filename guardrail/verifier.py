@@ -210,8 +210,9 @@ class Verifier:
 
         Each checked claim gets one verdict per citation, in order (an unresolvable marker gets
         ``not_found`` / ``unresolved_citation``) and ``overall`` from :func:`aggregate`; claims that
-        cite nothing or assert nothing keep ``overall=None``. ``sources`` resolve ``[n]`` markers
-        and back answers without markers; a source with only text is checked as a :class:`Fact`.
+        cite nothing or assert nothing keep ``overall=None``, except a sentence asserting nothing
+        whose links are all dead: its links are fetched (not judged) and read ``unreachable``.
+        ``sources`` resolve ``[n]`` markers and back answers without markers; a source with only text is checked as a :class:`Fact`.
         Pass a ``memo`` to share fetches across calls (a streaming guard verifying chunk by chunk).
         Bad ``sources`` raise ``TypeError``/``ValueError`` naming the index.
         """
@@ -225,11 +226,31 @@ class Verifier:
             if evidence:
                 task_of[i] = len(tasks)
                 tasks.append(ClaimTask(claim=claim.plain_text or claim.text, evidence=evidence))
-        reports = await self.averify_many(tasks, memo=memo) if tasks else []
+        # A sentence that asserts nothing ("See <url> for details.") is not judged, but a reader
+        # still follows its links: they are fetched with the rest, and dead ones reported.
+        link_only = {
+            i: [ref.url.strip() for ref in claim.citations if ref.url]
+            for i, claim in enumerate(extracted.claims)
+            if not claim.grounding_check_required and claim.citations and all(ref.url for ref in claim.citations)
+        }
+        memo = memo or PageMemo()
+        link_urls = list(dict.fromkeys(u for urls in link_only.values() for u in urls))
+        reports, link_pages = await asyncio.gather(
+            self.averify_many(tasks, memo=memo) if tasks else _nothing(),
+            self._fetch(link_urls, memo) if link_urls else _nothing_fetched(),
+        )
 
         claims: list[AnswerClaim] = []
         counts: dict[str, int] = {}
         for i, claim in enumerate(extracted.claims):
+            if i in link_only:
+                dead = self._dead_links(claim.plain_text or claim.text, link_only[i], link_pages)
+                if dead is not None:
+                    for verdict in dead:
+                        counts[verdict.label.value] = counts.get(verdict.label.value, 0) + 1
+                    claim = claim.model_copy(update={"verdicts": dead, "overall": Label.unreachable})
+                claims.append(claim)
+                continue
             if not claim.grounding_check_required or not claim.citations:
                 claims.append(claim)
                 continue
@@ -263,6 +284,19 @@ class Verifier:
             references_end=extracted.references_end,
             sources=extracted.sources,
         )
+
+    def _dead_links(self, claim: str, urls: list[str], pages: dict[str, FetchedPage]) -> list[UrlVerdict] | None:
+        """Verdicts for the links of a sentence that asserts nothing, when every one of them is
+        unreachable (recorded like any decided citation); None when any can be read."""
+        verdicts: list[UrlVerdict] = []
+        for url in urls:
+            assessment = interpret(pages[url])
+            if assessment.label != Label.unreachable:
+                return None
+            verdicts.append(_page_verdict(pages[url], Label.unreachable, assessment.reason or Reason.fetch_error.value))
+        for url, verdict in zip(urls, verdicts, strict=True):
+            self._record(claim, url, verdict, pages, [])
+        return verdicts
 
     def verify_answer(
         self,
@@ -590,6 +624,14 @@ class Verifier:
                 recorder(record)
             except Exception:
                 log.exception("audit recorder failed")
+
+
+async def _nothing() -> list[ClaimReport]:
+    return []
+
+
+async def _nothing_fetched() -> dict[str, FetchedPage]:
+    return {}
 
 
 def page_key(url: str) -> str:

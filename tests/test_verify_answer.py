@@ -167,6 +167,29 @@ def test_same_url_twice_in_one_claim_gets_two_aligned_verdicts(pages: FixtureSer
     assert report.label_counts == {"supported": 2}
 
 
+def test_links_of_a_sentence_asserting_nothing_are_fetched_and_reported_when_dead(pages: FixtureServer) -> None:
+    u = pages.url
+    answer = (
+        f"Water boils at 100 degrees Celsius at sea level [1]. See {u('/gone-404')} for details.\n\n"
+        f"See {u('/boiling')} for details.\n\n[1]: {u('/boiling')}\n"
+    )
+    verifier, judge = make_verifier()
+    records: list[object] = []
+    verifier.recorders.append(records.append)
+    with counting(pages) as hits:
+        report = verifier.verify_answer(answer)
+    assert hits == {"/boiling": 1, "/gone-404": 1}
+    dead, live = report.claims[1], report.claims[2]
+    assert not dead.grounding_check_required and not live.grounding_check_required
+    assert [(v.url, v.label, v.reason) for v in dead.verdicts] == [(u("/gone-404"), U, "http_404")]
+    assert dead.overall == U and report.label_counts == {"supported": 1, "unreachable": 1}
+    assert live.verdicts == [] and live.overall is None  # a live link in such a sentence is left alone
+    assert [r.claim for r in judge.calls[0]] == ["Water boils at 100 degrees Celsius at sea level."]  # never judged
+    assert len(records) == 2  # the dead link is in the audit trail like any decided citation
+    guarded = apply_policy(report).text
+    assert "See ⛔ dead link for details." in guarded and f"See {u('/boiling')} for details." in guarded
+
+
 def test_sources_of_every_kind(pages: FixtureServer) -> None:
     verifier, _ = make_verifier()
     sources = [
