@@ -212,7 +212,8 @@ class Verifier:
         ``not_found`` / ``unresolved_citation``) and ``overall`` from :func:`aggregate`; claims that
         cite nothing or assert nothing keep ``overall=None``, except a sentence asserting nothing
         whose links are all dead: its links are fetched (not judged) and read ``unreachable``.
-        ``sources`` resolve ``[n]`` markers and back answers without markers; a source with only text is checked as a :class:`Fact`.
+        ``sources`` resolve ``[n]`` markers and back answers without markers; a source with only
+        text is checked as a :class:`Fact`.
         Pass a ``memo`` to share fetches across calls (a streaming guard verifying chunk by chunk).
         Bad ``sources`` raise ``TypeError``/``ValueError`` naming the index.
         """
