@@ -4,6 +4,7 @@ a real subprocess is killed mid-run."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from guardrail.batch import (
 )
 from guardrail.cli import app
 from tests.fakes import HashEmbedder, OverlapJudge
+from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.server import FixtureServer, Route
 
 runner = CliRunner()
@@ -183,6 +186,127 @@ async def test_html_report_is_self_contained_and_escaped(tmp_path: Path, pages: 
     answer_div = page.split('<div class="answer">')[1].split("</div>")[0]
     assert '<span class="citation-verdict citation-verdict--supported" title="' in answer_div
     assert "Water boils at 100 degrees Celsius at sea level [1] <span" in answer_div
+
+
+async def test_html_report_charts_reasons_and_lists_contradictions_first(tmp_path: Path, pages: FixtureServer) -> None:
+    verifier, _ = fake_verifier()
+    path = write_jsonl(tmp_path / "outputs.jsonl", mixed_rows(pages))
+    result = await arun_batch_file(path, tmp_path / "r.csv", verifier=verifier, html_path=tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    s = result.summary
+    bar = re.compile(
+        r'<div class="bar-row"><span>([^<]*)</span><span class="bar"><span class="fill ([^"]*)" '
+        r'style="width:([0-9.]+)%"></span></span><span class="count">(\d+)</span></div>'
+    )
+    labels = page.split("<h2>Labels</h2>")[1].split("<h2>Reasons</h2>")[0]
+    reasons = page.split("<h2>Reasons</h2>")[1].split("<h2>Contradicted citations")[0]
+    assert [m[0] for m in bar.findall(labels)] == ["supported", "contradicted", "not_found", "unreachable"]
+    # One bar per reason (no label colour), sized by its share of all citations.
+    assert s.reasons == {"judge": 6, "http_404": 1, "http_410": 1}
+    assert bar.findall(reasons) == [(name, "", f"{100 * n / s.citations:.1f}", str(n)) for name, n in s.reasons.items()]
+    # The contradicted citations come first, each with the row, claim, URL and evidence quote.
+    contradicted = page.split("<h2>Contradicted citations (2)</h2>")[1].split("<h2>Rows</h2>")[0]
+    listed = re.findall(
+        r'<tr><td>([^<]*)</td><td>([^<]*)</td><td class="url"><a href="([^"]*)"[^>]*>[^<]*</a></td>'
+        r"<td><blockquote>([^<]*)</blockquote></td></tr>",
+        contradicted,
+    )
+    expected = [
+        (r.id, claim, v.url, v.evidence_quote)
+        for r in result.results
+        for _, claim, v in r.verdicts()
+        if v.label == "contradicted"
+    ]
+    assert [(i, c, u, html.unescape(q)) for i, c, u, q in listed] == expected
+    assert [(i, u) for i, _, u, _ in expected] == [("c1", pages.url("/old-report")), ("a1", pages.url("/old-report"))]
+    assert "water boils at 50 degrees Celsius" in expected[0][3] and "ice melts at 10 degrees" in expected[1][3]
+    # Then every row, those with a contradiction first, the others in input order (c2 came before a1).
+    assert re.findall(r'<article class="[^"]*" id="row-([^"]*)">', page) == ["c1", "a1", "c2", "7"]
+
+
+# -- the command line -------------------------------------------------------------------------
+
+SUPPORTING = "pure water boils at 100 degrees Celsius"
+CONTRADICTING = "water boils at 50 degrees Celsius at sea level"
+
+
+def boiling_model(received: Received) -> Reply:
+    """A tiny 'model' for the fake LLM server: a 100-degree claim is supported by the boiling page
+    and contradicted by the old report (verbatim quotes, so the quote guard keeps them)."""
+    text = received.user_text
+    claim = re.search(r"<claim>\n(.*?)\n</claim>", text, re.S)
+    passages = "".join(re.findall(r"<passage id=\d+>(.*?)</passage>", text, re.S))
+    if claim and "100 degrees" in claim.group(1):
+        if SUPPORTING in passages:
+            return openai_verdict("supported", SUPPORTING)
+        if CONTRADICTING in passages:
+            return openai_verdict("contradicted", CONTRADICTING)
+    return openai_verdict("not_found", "")
+
+
+@pytest.fixture
+def llm_env() -> Iterator[dict[str, str]]:
+    """The OpenAI-compatible judge pointed at a local fake LLM server; no stores."""
+    with FakeLLMServer() as llm:
+        llm.responder = boiling_model
+        yield {
+            **NO_STORES,
+            "GUARDRAIL_JUDGE": "openai",
+            "OPENAI_API_KEY": "sk-test-batch",
+            "OPENAI_BASE_URL": llm.openai_base_url,
+        }
+
+
+def test_cli_batch_prints_figures_and_the_label_reason_table(
+    tmp_path: Path, pages: FixtureServer, llm_env: dict[str, str]
+) -> None:
+    u = pages.url
+    path = write_jsonl(
+        tmp_path / "outputs.jsonl",
+        [
+            {"id": "c1", "claim": CLAIM, "urls": [u("/boiling"), u("/old-report"), u("/gone-404")]},
+            {
+                "id": "a1",
+                "answer": "Tomatoes need six hours of direct sunlight a day [1]. "
+                "Water boils at 100 degrees Celsius at sea level [2].",
+                "sources": [u("/tomatoes"), u("/gone-410")],
+            },
+            {"id": "a2", "answer": "Nothing to cite here."},
+        ],
+    )
+    out, report = tmp_path / "report.csv", tmp_path / "report.html"
+    args = ["batch", str(path), "--out", str(out), "--html", str(report), "--concurrency", "2"]
+    result = runner.invoke(app, [*args, "--allow-private-hosts"], env=llm_env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["citation_precision=0.2000 (1/5)", "reachable_precision=0.3333 (1/3)"]
+    assert "citations by label and reason" in result.stdout
+    table = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines if line.startswith("│")]
+    assert table == [
+        ["supported", "judge", "1", "20.0%"],
+        ["contradicted", "judge", "1", "20.0%"],
+        ["not_found", "judge", "1", "20.0%"],
+        ["unreachable", "http_404", "1", "20.0%"],
+        ["unreachable", "http_410", "1", "20.0%"],
+    ]
+    assert (
+        "3 rows (0 from the checkpoint, 0 failed); 5 citations: 1 supported, 1 contradicted, 1 not_found, "
+        "2 unreachable" in " ".join(result.stdout.split())
+    )
+    assert f"wrote {out} and {report}" in " ".join(result.stdout.split())
+    page = report.read_text(encoding="utf-8")
+    assert "0.2000" in page and "(1/5)" in page and "Contradicted citations (1)" in page
+    with out.open(newline="", encoding="utf-8") as fh:
+        assert [(r["id"], r["label"]) for r in csv.DictReader(fh)] == [
+            ("c1", "supported"),
+            ("c1", "contradicted"),
+            ("c1", "unreachable"),
+            ("a1", "not_found"),
+            ("a1", "unreachable"),
+            ("a2", ""),
+        ]
+    # The progress bar (stderr, not a terminal here: drawn once, finished).
+    assert "verifying" in result.stderr and "3/3" in result.stderr and "1/5 supported" in result.stderr
 
 
 # -- resuming ---------------------------------------------------------------------------------

@@ -321,3 +321,43 @@ def test_partly_supported_claim_is_anti_cited_with_the_real_judge() -> None:
     anti = [result["citedChunks"][i]["source"] for i in pitt["antiCitationIndices"]]
     assert anti == ["0"], result
     assert result["contradictionScore"] > 0
+
+
+def test_default_thresholds_are_0_6_to_cite_and_0_8_to_anti_cite() -> None:
+    spec = GroundingSpec()
+    assert (spec.citation_threshold, spec.anti_citation_threshold) == (0.6, 0.8)
+    # A Vertex body without groundingSpec, or with only some of its fields, gets the same defaults.
+    bare = CheckGroundingRequest.model_validate({"answerCandidate": "A claim.", "facts": FACTS})
+    partial = CheckGroundingRequest.model_validate(
+        {"answerCandidate": "A claim.", "facts": FACTS, "groundingSpec": {"enableAntiCitations": True}}
+    )
+    for request in (bare, partial):
+        wire = request.grounding_spec.model_dump(by_alias=True)
+        assert (wire["citationThreshold"], wire["antiCitationThreshold"]) == (0.6, 0.8)
+    camel = GroundingSpec.model_validate({"citationThreshold": 0.7, "antiCitationThreshold": 0.9})
+    assert (camel.citation_threshold, camel.anti_citation_threshold) == (0.7, 0.9)
+
+
+@pytest.mark.parametrize(("confidence", "cited"), [(0.6, True), (0.59, False)])
+def test_default_citation_threshold_applies_when_no_spec_is_given(confidence: float, cited: bool) -> None:
+    quote = "It was directed, written, and co-produced by James Cameron."
+    judge = FixedJudge(JudgeVerdict(label="supported", evidence_quote=quote, confidence=confidence))
+    result = check_grounding(DIRECTED, [FACT_WIKI], verifier=Verifier(judge=judge, embedder=HashEmbedder())).to_vertex()
+    assert result["claims"][0]["citationIndices"] == ([0] if cited else [])
+    assert [r.settle_at for r in judge.calls[0]] == [0.6]
+
+
+@pytest.mark.parametrize(("confidence", "anti_cited"), [(0.8, True), (0.79, False)])
+def test_default_anti_citation_threshold_applies_when_only_anti_citations_are_enabled(
+    confidence: float, anti_cited: bool
+) -> None:
+    quote = "The movie was released on December 19, 1997."
+    judge = FixedJudge(JudgeVerdict(label="contradicted", evidence_quote=quote, confidence=confidence))
+    result = check_grounding(
+        "It was released in 1998.",
+        [FACT_WIKI],
+        {"enableAntiCitations": True},
+        verifier=Verifier(judge=judge, embedder=HashEmbedder()),
+    ).to_vertex()
+    assert result["claims"][0]["antiCitationIndices"] == ([0] if anti_cited else [])
+    assert result["contradictionScore"] == pytest.approx(confidence)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import threading
 import time
@@ -18,9 +19,12 @@ import httpx
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier, check_grounding
+from guardrail.cli import app as cli_app
 from guardrail.server import BatchingJudge, create_app
+from guardrail.store import AuditStore
 from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
 from tests.fixtures.server import FixtureServer, Route
 from tests.test_grounding import FACTS, TITANIC_EXAMPLES
@@ -306,6 +310,129 @@ def test_concurrent_requests_share_one_fetch_and_the_page_cache(tmp_path: Path) 
             assert site.hits["/slow-gone"] == 1  # six concurrent requests, one fetch
             assert c.post("/verify", json=body).json()["citations"][0]["reason"] == "http_410"
             assert site.hits["/slow-gone"] == 1  # later ones come from the page cache
+    finally:
+        site.stop()
+
+
+def test_missing_anthropic_key_answers_503_naming_the_variable_and_no_secret(
+    pages: FixtureServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "bearer-do-not-leak-0987654321"
+    other = "sk-openai-do-not-leak-1234567890"
+    settings = Settings(judge="anthropic", api_key=key, openai_api_key=other, **NO_STORES)  # type: ignore[arg-type]
+    auth = {"Authorization": f"Bearer {key}"}
+    texts: list[str] = []
+    with caplog.at_level(logging.DEBUG), TestClient(create_app(settings=settings)) as c:
+        health = c.get("/health")
+        texts.append(health.text)
+        assert health.json()["status"] == "unavailable" and "ANTHROPIC_API_KEY" in health.json()["judge"]["error"]
+        for path, body in (
+            ("/verify", {"claim": CLAIM, "urls": [pages.url("/gone-410")]}),
+            ("/v1/check-grounding", TITANIC),
+            ("/v1/guard", {"answer": "Water boils at 100 degrees [1].", "sources": [pages.url("/boiling")]}),
+        ):
+            response = c.post(path, json=body, headers=auth)
+            texts.append(response.text)
+            assert response.status_code == 503, path
+            assert "ANTHROPIC_API_KEY" in response.json()["detail"]
+            assert response.json()["error"] == {
+                "code": 503,
+                "message": response.json()["detail"],
+                "status": "UNAVAILABLE",
+            }
+    texts.append(caplog.text)
+    assert all(key not in t and other not in t for t in texts)
+
+
+def test_empty_crawlbase_token_answers_503_naming_the_variable_and_no_secret(
+    pages: FixtureServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    js_token = "crawlbase-js-do-not-leak-13579"
+    settings = Settings(crawlbase_token="  ", crawlbase_js_token=js_token, **NO_STORES)  # type: ignore[arg-type]
+    before = pages.hits.get("/gone-410", 0)
+    texts: list[str] = []
+    with caplog.at_level(logging.DEBUG), TestClient(create_app(settings=settings)) as c:
+        health = c.get("/health").json()
+        texts.append(json.dumps(health))
+        assert health["status"] == "unavailable" and "CRAWLBASE_TOKEN" in health["fetcher"]["error"]
+        response = c.post("/verify", json={"claim": CLAIM, "urls": [pages.url("/gone-410")]})
+        texts.append(response.text)
+        assert response.status_code == 503 and "CRAWLBASE_TOKEN" in response.json()["detail"]
+    texts.append(caplog.text)
+    assert all(js_token not in t for t in texts)
+    assert pages.hits.get("/gone-410", 0) == before  # nothing was fetched directly instead
+
+
+def test_bearer_token_protects_the_vertex_path() -> None:
+    key = "vertex-path-token"
+    settings = Settings(api_key=key, **NO_STORES)  # type: ignore[arg-type]
+    path = "/v1/projects/p/locations/l/groundingConfigs/c:check"
+    with TestClient(create_app(settings=settings, verifier=fake_verifier())) as c:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            denied = c.post(path, json=TITANIC, headers=headers)
+            assert denied.status_code == 401 and denied.headers["www-authenticate"] == "Bearer"
+            assert denied.json()["error"]["status"] == "UNAUTHENTICATED" and key not in denied.text
+        assert c.post(path.replace("/v1/", "/v1beta/"), json=TITANIC).status_code == 401
+        ok = c.post(path, json=TITANIC, headers={"Authorization": f"Bearer {key}"})
+        assert ok.status_code == 200, ok.text
+        assert ok.json()["claims"][0]["citationIndices"] == [0, 1]
+
+
+def test_the_service_records_decisions_in_the_audit_store(
+    pages: FixtureServer, tmp_path: Path, llm_free_settings: Settings
+) -> None:
+    db = tmp_path / "audit.sqlite3"
+    settings = llm_free_settings.model_copy(update={"audit_path": db, "allow_private_hosts": True})
+    url = pages.url("/gone-404")
+    with TestClient(create_app(settings=settings, warm=False)) as c:
+        assert c.get("/health").json()["audit"] == str(db)
+        response = c.post("/verify", json={"claim": CLAIM, "urls": [url]})
+        assert response.status_code == 200, response.text
+    with AuditStore(db) as audit:
+        records = audit.list_records()
+    assert [(r.claim, r.url, r.label, r.reason, r.original_status, r.fetcher) for r in records] == [
+        (CLAIM, url, "unreachable", "http_404", 404, "direct")
+    ]
+    # Without GUARDRAIL_AUDIT_DB the service records nothing (no store in the user folder).
+    unset = llm_free_settings.model_copy(update={"audit_path": None})
+    with TestClient(create_app(settings=unset, warm=False)) as c:
+        assert c.get("/health").json()["audit"] is None
+
+
+def test_batch_and_service_share_one_page_cache_file(tmp_path: Path, llm_free_settings: Settings) -> None:
+    site = FixtureServer(
+        {"/removed": Route(status=410, body="gone"), "/missing": Route(status=404, body="not here")}
+    ).start()
+    try:
+        cache = tmp_path / "pages.sqlite3"
+        rows = [
+            {"id": "c1", "claim": CLAIM, "urls": [site.url("/removed")]},
+            {"id": "a1", "answer": "Water boils at 100 degrees Celsius [1].", "sources": [site.url("/missing")]},
+        ]
+        path = tmp_path / "outputs.jsonl"
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+        env = {
+            "GUARDRAIL_CACHE": str(cache),
+            "GUARDRAIL_AUDIT_DB": "off",
+            "GUARDRAIL_JUDGE": "openai",
+            "OPENAI_API_KEY": "sk-unused",
+            "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        }
+        args = ["batch", str(path), "--out", str(tmp_path / "r.csv"), "--allow-private-hosts"]
+        batch = CliRunner().invoke(cli_app, args, env=env)
+        assert batch.exit_code == 0, batch.output
+        assert site.hits == {"/removed": 1, "/missing": 1}
+
+        settings = llm_free_settings.model_copy(update={"cache_path": cache, "allow_private_hosts": True})
+        with TestClient(create_app(settings=settings, warm=False)) as c:
+            assert c.get("/health").json()["fetcher"]["cache"] == str(cache)
+            body = {"claim": CLAIM, "urls": [site.url("/removed"), site.url("/missing")]}
+            report = c.post("/verify", json=body).json()
+        assert [(v["label"], v["reason"]) for v in report["citations"]] == [
+            ("unreachable", "http_410"),
+            ("unreachable", "http_404"),
+        ]
+        assert site.hits == {"/removed": 1, "/missing": 1}  # both pages came from the batch's cache file
     finally:
         site.stop()
 

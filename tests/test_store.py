@@ -23,6 +23,7 @@ import pytest
 from pydantic import SecretStr
 
 from guardrail import ClaimTask, Fact, FetchedPage, Label, Reason, Settings, UrlVerdict, Verifier
+from guardrail.cli_audit import open_stores
 from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.store import (
@@ -152,6 +153,28 @@ def test_ttl_expiry(tmp_path: Path) -> None:
     clock.now += 2
     assert cache.get(page.url, fetcher="direct") is None
     assert cache.purge() == 1 and len(cache) == 0
+
+
+def test_default_ttl_is_24_hours_everywhere(tmp_path: Path) -> None:
+    day = 24 * 3600
+    assert Settings().cache_ttl == day and Settings.from_env({}).cache_ttl == day
+    assert Settings.from_env({"GUARDRAIL_CACHE_TTL": "60"}).cache_ttl == 60
+    from_settings = PageCache.from_settings(Settings(cache_path=tmp_path / "s.sqlite3"))  # the service's
+    stores = open_stores(Settings(cache_path=tmp_path / "cli.sqlite3"), cache=True, audit=False)  # the CLI's
+    try:
+        assert from_settings is not None and from_settings.ttl == day
+        assert stores.cache is not None and stores.cache.ttl == day
+    finally:
+        stores.close()
+    clock = Clock()
+    cache = PageCache(tmp_path / "c.sqlite3", clock=clock)
+    assert cache.ttl == day
+    page = _page("https://a.example/x")
+    assert cache.put(page, fetcher="direct")
+    clock.now += day - 1
+    assert cache.get(page.url, fetcher="direct") == page
+    clock.now += 2
+    assert cache.get(page.url, fetcher="direct") is None
 
 
 def test_expired_entries_are_swept_during_writes(tmp_path: Path) -> None:
