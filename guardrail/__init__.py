@@ -37,6 +37,7 @@ from guardrail.schema import (
     SourceInfo,
     TextReport,
     UrlVerdict,
+    VerdictKind,
 )
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.streaming import AnswerStream, StreamPiece, merge_reports
@@ -77,6 +78,7 @@ __all__ = [
     "StreamPiece",
     "TextReport",
     "UrlVerdict",
+    "VerdictKind",
     "Verifier",
     "acheck_grounding",
     "apply_policy",

@@ -12,14 +12,17 @@ citation of each of its claims (:meth:`Verifier.averify_answer
 before anything is verified; nothing is skipped silently.
 
 The figures: ``citation_precision`` = supported / all citations, ``reachable_precision`` =
-supported / citations whose page could be read (all but ``unreachable``).
+supported / citations whose page was read (all but dead links and the citations that could not be
+checked now: a timeout, 429/5xx, a refused access). Those that could not be checked are counted on
+their own (``could_not_check``): they are not the page's fault, nor a verdict about it.
 
 Resuming: each finished row is appended to a checkpoint next to the CSV
 (``report.csv.checkpoint.jsonl``) as soon as it is done, with a digest of the row's content. A
 rerun of the same command verifies only the rows that have no checkpoint entry (or whose content
 changed), so an interrupted run picks up where it stopped; ``fresh=True`` starts over. A row that
 fails (an unexpected error, not a verdict) is recorded as failed, reported, and retried by the
-next run.
+next run; so is a row any of whose verdicts rests on a failure of ours (``internal_error``,
+``judge_error``): its verdicts are kept in the CSV, marked with the error, but not counted.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from pydantic import BaseModel, Field
 
 from guardrail.extract import normalize_sources
 from guardrail.policy import Policy, apply_policy, render_badge
-from guardrail.schema import AnswerReport, ClaimReport, Label, UrlVerdict
+from guardrail.schema import AnswerReport, ClaimReport, Label, Reason, UrlVerdict, VerdictKind
 from guardrail.settings import ConfigurationError
 
 if TYPE_CHECKING:
@@ -231,10 +234,12 @@ class RowResult(BaseModel):
         return []
 
     def citation_rows(self) -> list[CitationRow]:
-        """The CSV lines of this row: one per citation; one line saying why when there is none."""
-        if self.error is not None:
-            return [CitationRow(id=self.id, line=self.line, kind=self.kind, error=self.error)]
+        """The CSV lines of this row: one per citation (each with the row's error, if it failed);
+        one line saying why when there is none."""
         rows = [_citation(self, i, claim, v) for i, claim, v in self.verdicts()]
+        if self.error is not None:
+            rows = [r.model_copy(update={"error": self.error}) for r in rows]
+            return rows or [CitationRow(id=self.id, line=self.line, kind=self.kind, error=self.error)]
         return rows or [CitationRow(id=self.id, line=self.line, kind=self.kind, reason="no_citations")]
 
     def has_contradiction(self) -> bool:
@@ -251,6 +256,9 @@ class BatchSummary(BaseModel):
     citations: int = 0
     supported: int = 0
     reachable: int = 0
+    could_not_check: int = Field(
+        default=0, description="Citations not checked now: the page did not answer or refused us."
+    )
     labels: dict[str, int] = Field(default_factory=dict, description="Citations per label (all four listed).")
     reasons: dict[str, int] = Field(
         default_factory=dict, description="Citations per reason ('judge' when the judge decided without one)."
@@ -264,7 +272,7 @@ class BatchSummary(BaseModel):
 
     @property
     def reachable_precision(self) -> float | None:
-        """supported / citations whose page could be read (None when there are none)."""
+        """supported / citations whose page was read: not dead, not unchecked (None when none)."""
         return self.supported / self.reachable if self.reachable else None
 
     def lines(self) -> list[str]:
@@ -273,20 +281,27 @@ class BatchSummary(BaseModel):
         def fmt(value: float | None) -> str:
             return "n/a" if value is None else f"{value:.4f}"
 
-        return [
+        lines = [
             f"citation_precision={fmt(self.citation_precision)} ({self.supported}/{self.citations})",
             f"reachable_precision={fmt(self.reachable_precision)} ({self.supported}/{self.reachable})",
         ]
+        if self.could_not_check:
+            lines.append(f"could_not_check={self.could_not_check} (not counted as read; not the pages' fault)")
+        return lines
 
 
 def summarize(results: Sequence[RowResult], *, resumed: int = 0) -> BatchSummary:
     """Count citations by label and reason over ``results`` (failed rows count as rows only)."""
     labels: Counter[str] = Counter({label.value: 0 for label in Label})
+    kinds: Counter[VerdictKind] = Counter()
     reasons: Counter[str] = Counter()
     pairs: Counter[tuple[str, str]] = Counter()
     for result in results:
+        if result.error is not None:
+            continue
         for _, _, v in result.verdicts():
             labels[v.label.value] += 1
+            kinds[v.kind] += 1
             reason = v.reason or "judge"
             reasons[reason] += 1
             pairs[(v.label.value, reason)] += 1
@@ -298,7 +313,8 @@ def summarize(results: Sequence[RowResult], *, resumed: int = 0) -> BatchSummary
         rows_failed=sum(1 for r in results if r.error is not None),
         citations=total,
         supported=labels[Label.supported.value],
-        reachable=total - labels[Label.unreachable.value],
+        reachable=total - kinds[VerdictKind.dead_link] - kinds[VerdictKind.could_not_check],
+        could_not_check=kinds[VerdictKind.could_not_check],
         labels=dict(labels),
         reasons=dict(reasons.most_common()),
         by_label_reason=sorted(((lab, rea, n) for (lab, rea), n in pairs.items()), key=lambda t: (order[t[0]], -t[2])),
@@ -366,16 +382,23 @@ class Checkpoint:
 # -- running ----------------------------------------------------------------------------------
 
 
+_OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value})
+
+
 async def _verify_row(verifier: Verifier, row: BatchRow) -> RowResult:
     start = time.perf_counter()
     base: dict[str, Any] = {"id": row.id, "line": row.line, "kind": row.kind, "digest": row.digest}
     try:
-        if row.kind == "claim":
-            assert row.claim is not None
+        if row.claim is not None:
             result = RowResult(**base, claim_report=await verifier.averify(row.claim, row.urls))
-        else:
-            assert row.answer is not None
+        elif row.answer is not None:
             result = RowResult(**base, answer_report=await verifier.averify_answer(row.answer, row.sources))
+        else:
+            raise ValueError(f"row {row.id} has neither a claim nor an answer")
+        ours = [v.reason for _, _, v in result.verdicts() if v.reason in _OUR_FAILURES]
+        if ours:
+            counted = ", ".join(f"{n} {reason}" for reason, n in Counter(ours).items())
+            result.error = f"verdicts rest on failures of ours ({counted}); verified again on the next run"
     except ConfigurationError:
         raise  # a missing token fails every row alike: stop the run, keep the checkpoint
     except Exception as exc:
@@ -543,13 +566,15 @@ blockquote{margin:0;padding-left:.6rem;border-left:3px solid #d0d7de;color:#424a
 .citation-verdict--contradicted{border-color:#cf222e;color:#a40e26}
 .citation-verdict--not-found{border-color:#d4a72c;color:#7d4e00}
 .citation-verdict--unreachable{border-color:#8250df;color:#6639ba}
+.citation-verdict--could-not-check{border-color:#8c959f;color:#57606a}
 """
 
 _BADGE_POLICY = Policy.preset("annotate")
 # A badge span exactly as render_badge writes it, seen after the whole answer was escaped once:
 # its title is escaped twice then, so it holds no raw quote or angle bracket.
 _ESCAPED_BADGE = re.compile(
-    r"&lt;span class=&quot;citation-verdict citation-verdict--(?:supported|contradicted|not-found|unreachable)&quot;"
+    r"&lt;span class=&quot;citation-verdict "
+    r"citation-verdict--(?:supported|contradicted|not-found|unreachable|could-not-check)&quot;"
     r"(?: title=&quot;(?:(?!&quot;|&lt;|&gt;)[^<>\"])*&quot;)?&gt;(?:(?!&lt;|&gt;)[^<>\"])*&lt;/span&gt;"
 )
 _HTTP_URL = re.compile(r"^https?://", re.I)
@@ -588,7 +613,7 @@ def _bars(counts: dict[str, int], total: int, css: Callable[[str], str]) -> str:
 def _verdict_table(result: RowResult) -> str:
     cells = []
     for i, claim, v in result.verdicts():
-        badge = render_badge(v.label, _BADGE_POLICY, "html", title=v.evidence_quote or v.reason)
+        badge = render_badge(v.kind, _BADGE_POLICY, "html", title=v.evidence_quote or v.reason)
         quote = f"<blockquote>{_e(v.evidence_quote)}</blockquote>" if v.evidence_quote else ""
         where = _e(v.url) if v.url.startswith("fact:") else _link(v.url)
         final = f"<br>→ {_link(v.final_url)}" if v.final_url and v.final_url != v.url else ""
@@ -623,13 +648,14 @@ def render_html(results: Sequence[RowResult], summary: BatchSummary, *, title: s
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="meta">{summary.rows} rows ({summary.rows_resumed} from the checkpoint, '
-        f"{summary.rows_failed} failed) · {summary.citations} citations · generated "
+        f"{summary.rows_failed} failed) · {summary.citations} citations · "
+        f"{summary.could_not_check} could not be checked now · generated "
         f"{_e(time.strftime('%Y-%m-%d %H:%M:%S %Z'))}</p>",
         '<section class="figures">',
         fig(summary.citation_precision, "citation precision: supported / all", summary.supported, summary.citations),
         fig(
             summary.reachable_precision,
-            "reachable precision: supported / reachable",
+            "reachable precision: supported / pages read",
             summary.supported,
             summary.reachable,
         ),
@@ -725,7 +751,7 @@ def run_batch_cli(
                 progress.update(task, total=total, completed=already, status=f"{already} from checkpoint")
 
             def on_row(result: RowResult) -> None:
-                verdicts = result.verdicts()
+                verdicts = result.verdicts() if result.error is None else []
                 counts["citations"] += len(verdicts)
                 counts["supported"] += sum(1 for _, _, v in verdicts if v.label == Label.supported)
                 counts["failed"] += result.error is not None

@@ -17,7 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from guardrail.cli_audit import EXIT_BAD_INPUT, LABEL_STYLE, audit_app, open_stores, replay_command
-from guardrail.schema import ClaimReport, Label
+from guardrail.cli_console import ui
+from guardrail.schema import AnswerReport, ClaimReport, Label, UrlVerdict
 from guardrail.settings import ConfigurationError, Settings
 
 if TYPE_CHECKING:
@@ -31,8 +32,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-out = Console()
-err = Console(stderr=True)
 
 AllowPrivate = Annotated[
     bool,
@@ -50,11 +49,12 @@ UseAudit = Annotated[
 @app.callback()
 def _root() -> None:
     """Check that the URLs an LLM cites really say what its answer claims."""
+    ui.reset()  # read the terminal width now, not at import
 
 
 def bad_input(message: str) -> typer.Exit:
     """Print ``message`` as an input error and return the exit to raise (code 2)."""
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    ui.err.print(f"[red]error:[/red] {message}", highlight=False)
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -69,11 +69,11 @@ def load_settings(allow_private_hosts: bool = False) -> Settings:
     return settings
 
 
-def warn_if_no_judge(verifier: Verifier, console: Console = err) -> None:
+def warn_if_no_judge(verifier: Verifier, console: Console | None = None) -> None:
     """Say clearly, on stderr (``console``), when nothing can be judged (rather than letting every
     label read not_found)."""
     if verifier.judge is None:
-        console.print(
+        (console or ui.err).print(
             "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
             "embedded model); pages are fetched but nothing can be judged."
         )
@@ -81,6 +81,31 @@ def warn_if_no_judge(verifier: Verifier, console: Console = err) -> None:
 
 def _label_text(label: Label) -> str:
     return f"[{LABEL_STYLE[label]}]{label.value}[/]"
+
+
+def _verdict_text(verdict: UrlVerdict) -> str:
+    """The verdict's label, and how it reads when that is not the label itself (an unreachable page
+    is a dead link or could not be checked now; an internal error could not be checked)."""
+    text = _label_text(verdict.label)
+    if verdict.kind.value != verdict.label.value:
+        text += f" ({verdict.kind.value.replace('_', ' ')})"
+    return text
+
+
+EXIT_INTERNAL_ERROR = 3
+"""Exit code of ``check`` and ``demo`` when a verdict rests on a failure of our own code."""
+
+
+def fail_on_internal_errors(report: AnswerReport) -> None:
+    """Exit 3 after saying so when any verdict of ``report`` rests on a failure of our own code
+    (logged above with its traceback): such an answer was not really checked."""
+    if report.internal_errors:
+        ui.err.print(
+            f"[red]error:[/red] {report.internal_errors} citation(s) could not be checked because of a "
+            "failure of our own (internal_error, traceback logged above); this is not the pages' fault.",
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_INTERNAL_ERROR)
 
 
 def render_claim_report(report: ClaimReport, console: Console) -> None:
@@ -95,7 +120,7 @@ def render_claim_report(report: ClaimReport, console: Console) -> None:
         url = c.url if not c.final_url or c.final_url == c.url else f"{c.url}\n→ {c.final_url}"
         # Page text and URLs are data: escape them so "[bold]" in a quote is not rich markup.
         table.add_row(
-            escape(url), _label_text(c.label), c.reason or "", f"{c.confidence:.2f}", escape(c.evidence_quote or "")
+            escape(url), _verdict_text(c), c.reason or "", f"{c.confidence:.2f}", escape(c.evidence_quote or "")
         )
     console.print(table)
     console.print(f"overall: {_label_text(report.overall)}")
@@ -144,7 +169,7 @@ def verify(
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
-        render_claim_report(report, out)
+        render_claim_report(report, ui.out)
         stores.hint()
 
 
@@ -240,7 +265,8 @@ def check(
 ) -> None:
     """Guard a whole answer: verify every citation in it and print it with the policy applied.
 
-    Exit 0 when the guarded answer is printed, 1 when the policy blocked it (still printed), 2 on bad input.
+    Exit 0 when the guarded answer is printed, 1 when the policy blocked it (still printed), 2 on bad input,
+    3 when a citation could not be checked because of a failure of our own (internal_error).
     """
     from guardrail.policy import GuardedAnswer, Policy, apply_policy
     from guardrail.verifier import Verifier
@@ -267,8 +293,9 @@ def check(
     else:
         sys.stdout.write(guarded.text if guarded.text.endswith("\n") else guarded.text + "\n")
         counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "no citations"
-        err.print(f"overall: {_label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
+        ui.err.print(f"overall: {_label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
         stores.hint()
+    fail_on_internal_errors(report)
     if guarded.blocked:
         raise typer.Exit(EXIT_BLOCKED)
 
@@ -283,7 +310,8 @@ def demo(
     ] = PolicyChoice.default,
 ) -> None:
     """Guard a bundled answer end to end, offline and with no keys: its citations point at pages this
-    command serves on 127.0.0.1, and the embedded judge decides."""
+    command serves on 127.0.0.1, and the embedded judge decides. Exits 3 when a citation could not
+    be checked because of a failure of our own (internal_error)."""
     from guardrail.demo import LoopbackSite, demo_answer, demo_routes, demo_verifier, describe_judge
     from guardrail.policy import Policy, apply_policy
 
@@ -293,16 +321,16 @@ def demo(
         verifier = demo_verifier(site, settings)
         warn_if_no_judge(verifier)
         answer = demo_answer(site)
-        out.rule("the model's answer")
-        out.print(Text(answer.rstrip()))
-        with err.status("verifying citations (the first run loads the embedded models)..."):
+        ui.out.rule("the model's answer")
+        ui.out.print(Text(answer.rstrip()))
+        with ui.err.status("verifying citations (the first run loads the embedded models)..."):
             started = time.perf_counter()
             report = verifier.verify_answer(answer)
             elapsed = time.perf_counter() - started
     guarded = apply_policy(report, Policy.preset(policy.value))
-    out.rule(f"guarded answer (policy: {policy.value})")
-    out.print(Text(guarded.text.rstrip()))
-    out.rule("report")
+    ui.out.rule(f"guarded answer (policy: {policy.value})")
+    ui.out.print(Text(guarded.text.rstrip()))
+    ui.out.rule("report")
     table = Table(show_lines=True, expand=True)
     table.add_column("claim", overflow="fold", ratio=3)
     table.add_column("citation", overflow="fold", ratio=2)
@@ -313,14 +341,15 @@ def demo(
             table.add_row(
                 escape(claim.text),
                 escape(verdict.url.replace(site.base, "")),
-                _label_text(verdict.label),
+                _verdict_text(verdict),
                 escape(verdict.evidence_quote or verdict.reason or ""),
             )
-    out.print(table)
-    out.print(
+    ui.out.print(table)
+    ui.out.print(
         f"overall: {_label_text(report.overall)} in {elapsed:.1f} s "
         f"(judge: {describe_judge(verifier.judge)}, embedder: {verifier.embedder.name})"
     )
+    fail_on_internal_errors(report)
 
 
 @app.command()
@@ -349,7 +378,7 @@ def serve(
         os.environ["GUARDRAIL_MAX_BODY_BYTES"] = str(max_body_bytes)
     settings = load_settings(allow_private_hosts)
     if host not in ("127.0.0.1", "localhost", "::1") and settings.api_key is None:
-        err.print(
+        ui.err.print(
             f"[yellow]warning:[/yellow] listening on {escape(host)} without GUARDRAIL_API_KEY: anyone who can "
             "reach this port can make the service fetch URLs."
         )
@@ -400,8 +429,8 @@ def batch(
             settings=load_settings(allow_private_hosts),
             cache=cache,
             audit=audit,
-            console=out,
-            err_console=err,
+            console=ui.out,
+            err_console=ui.err,
         )
     except (BatchInputError, ConfigurationError) as exc:
         raise bad_input(str(exc)) from None

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
-from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from guardrail.cli_console import ui
 from guardrail.fetch.base import Fetcher
 from guardrail.schema import Label
 from guardrail.settings import ConfigurationError, Settings
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
 
 EXIT_BAD_INPUT = 2
 
-_out = Console()
-_err = Console(stderr=True)
 
 LABEL_STYLE = {
     Label.supported: "green",
@@ -84,7 +82,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 
 def _bad_input(message: str) -> typer.Exit:
-    _err.print(Text.assemble(("error:", "red"), " ", message))
+    ui.err.print(Text.assemble(("error:", "red"), " ", message))
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -126,7 +124,7 @@ class CliStores:
         if self.audit is None or not self.audit_ids:
             return
         ids = ", ".join(str(i) for i in self.audit_ids)
-        _err.print(
+        ui.err.print(
             Text(f"audit: recorded as {ids} in {self.audit.path}; see `guardrail replay {self.audit_ids[0]}`"),
             style="dim",
         )
@@ -154,7 +152,7 @@ def open_stores(settings: Settings, *, cache: bool, audit: bool) -> CliStores:
                 len(candidate)  # opens the file and checks its schema now, not mid-run
                 stores.cache = candidate
             except (StoreError, OSError) as exc:
-                _err.print(Text(f"warning: page cache not used: {exc}"), style="yellow")
+                ui.err.print(Text(f"warning: page cache not used: {exc}"), style="yellow")
     if audit:
         path = resolve_path(settings.audit_path, default_audit_path())
         if path is not None:
@@ -241,23 +239,23 @@ def _record_table(record: AuditRecord) -> Table:
 def _print_passages(passages: list[str]) -> None:
     """Each passage verbatim (soft-wrapped: no line breaks added), under a rule naming it."""
     if not passages:
-        _out.print(Text("No passages were shown to the judge (decided without judging).", style="dim"))
+        ui.out.print(Text("No passages were shown to the judge (decided without judging).", style="dim"))
         return
     for n, passage in enumerate(passages, start=1):
-        _out.rule(Text(f"passage {n} of {len(passages)}"), align="left")
-        _out.print(Text(passage), soft_wrap=True)
-    _out.rule()
+        ui.out.rule(Text(f"passage {n} of {len(passages)}"), align="left")
+        ui.out.print(Text(passage), soft_wrap=True)
+    ui.out.rule()
 
 
 def _render_replay(replay: Replay, *, show_page: bool) -> None:
     if replay.record is not None:
-        _out.print(Panel(_record_table(replay.record), title=f"audit {replay.record.id}", title_align="left"))
+        ui.out.print(Panel(_record_table(replay.record), title=f"audit {replay.record.id}", title_align="left"))
     elif replay.stored is not None:
-        _out.print(Text(f"rid {replay.stored.rid}: no audit row here; the stored page of {replay.stored.url}"))
+        ui.out.print(Text(f"rid {replay.stored.rid}: no audit row here; the stored page of {replay.stored.url}"))
     if replay.note:
-        _err.print(Text(f"note: {replay.note}"), style="yellow")
+        ui.err.print(Text(f"note: {replay.note}"), style="yellow")
     if replay.record is not None:
-        _out.print(Text("What the judge saw:", style="bold"))
+        ui.out.print(Text("What the judge saw:", style="bold"))
         _print_passages(replay.passages)
     if replay.text is None:
         return
@@ -267,11 +265,11 @@ def _render_replay(replay: Replay, *, show_page: bool) -> None:
     where = "Crawlbase Storage API" if replay.text_source == "crawlbase_storage" else "local copy"
     summary = f"page text ({where}, {len(replay.text)} characters){': ' + check if check else ''}"
     if show_page or replay.record is None:
-        _out.rule(Text(summary), align="left")
-        _out.print(Text(replay.text), soft_wrap=True)
-        _out.rule()
+        ui.out.rule(Text(summary), align="left")
+        ui.out.print(Text(replay.text), soft_wrap=True)
+        ui.out.rule()
     else:
-        _out.print(Text(f"{summary}; --page prints it", style="dim"))
+        ui.out.print(Text(f"{summary}; --page prints it", style="dim"))
 
 
 def replay_command(
@@ -319,7 +317,7 @@ def list_command(
         sys.stdout.write(json.dumps([r.model_dump(mode="json") for r in records], indent=2) + "\n")
         return
     if not records:
-        _err.print("no matching audit rows")
+        ui.err.print("no matching audit rows")
         return
     table = Table(show_lines=True, expand=True)
     table.add_column("id", justify="right", no_wrap=True)
@@ -338,7 +336,7 @@ def list_command(
             f"{r.confidence:.2f}",
             Text.assemble(r.claim, "\n", (r.final_url or r.url, "dim")),
         )
-    _out.print(table)
+    ui.out.print(table)
 
 
 @audit_app.command("show")
@@ -355,8 +353,8 @@ def show_command(
     if as_json:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
         return
-    _out.print(Panel(_record_table(record), title=f"audit {record.id}", title_align="left"))
-    _out.print(Text("What the judge saw:", style="bold"))
+    ui.out.print(Panel(_record_table(record), title=f"audit {record.id}", title_align="left"))
+    ui.out.print(Text("What the judge saw:", style="bold"))
     _print_passages(record.passages)
 
 
@@ -383,4 +381,4 @@ def export_command(
             with out_file.open("w", encoding="utf-8", newline="") as fh:
                 count = store.export(fh, kind, label=label, since=since, url_contains=url)
     where = str(out_file) if out_file is not None else "stdout"
-    _err.print(Text(f"exported {count} rows to {where}"), style="dim")
+    ui.err.print(Text(f"exported {count} rows to {where}"), style="dim")

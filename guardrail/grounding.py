@@ -330,7 +330,8 @@ async def acheck_grounding_request(
         for text, chosen in zip(claim_texts, shortlist, strict=True)
     ]
     reports = await verifier.averify_many(tasks) if tasks else []
-    failed = sum(1 for r in reports for v in r.citations if v.reason == Reason.judge_error.value)
+    ours = (Reason.judge_error.value, Reason.internal_error.value)
+    failed = sum(1 for r in reports for v in r.citations if v.reason in ours)
     if failed:
         total = sum(len(r.citations) for r in reports)
         raise GroundingJudgeError(f"the judge failed on {failed} of {total} (claim, fact) pairs; try again")

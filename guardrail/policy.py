@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from guardrail.schema import AnswerReport, CitationRef, Label, UrlVerdict
+from guardrail.schema import AnswerClaim, AnswerReport, CitationRef, Label, UrlVerdict, VerdictKind, overall_kind
 
 __all__ = [
     "POLICY_PRESETS",
@@ -102,7 +102,8 @@ def _parse_actions(value: Any) -> frozenset[Action]:
 
 
 class Badges(BaseModel):
-    """The badge text for each label (``annotate``)."""
+    """The badge text for each label (``annotate``); ``unreachable`` is the dead-link badge and
+    ``could_not_check`` the one for pages that did not answer now and for failures of our own."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -110,10 +111,26 @@ class Badges(BaseModel):
     contradicted: str = "❌ contradicted"
     not_found: str = "⚠️ unverified"
     unreachable: str = "⛔ dead link"
+    could_not_check: str = "⚠ could not check"
 
     def for_label(self, label: Label) -> str:
-        """The badge text for ``label``."""
+        """The badge text for ``label`` (``unreachable``: the dead-link badge)."""
         return str(getattr(self, label.value))
+
+    def for_kind(self, kind: VerdictKind) -> str:
+        """The badge text for a :class:`~guardrail.schema.VerdictKind`."""
+        return str(getattr(self, _policy_field(kind)))
+
+
+def _policy_field(kind: VerdictKind) -> str:
+    """The Policy/Badges field that speaks for ``kind`` (dead links: ``unreachable``)."""
+    return "unreachable" if kind == VerdictKind.dead_link else kind.value
+
+
+def _as_kind(label: Label | VerdictKind) -> VerdictKind:
+    if isinstance(label, VerdictKind):
+        return label
+    return VerdictKind.dead_link if label == Label.unreachable else VerdictKind(Label(label).value)
 
 
 ActionsLike = Action | str | Iterable[Action | str]
@@ -126,8 +143,12 @@ class Policy(BaseModel):
     """The action for each verdict label, the badges, and what blocking does.
 
     Each label takes one action or a combination: ``Action.strip``, ``"strip+annotate"`` or
-    ``[Action.strip, Action.annotate]``; ``keep`` and ``block`` stand alone. Defaults: supported
-    keep, contradicted annotate, not_found annotate, unreachable strip + annotate.
+    ``[Action.strip, Action.annotate]``; ``keep`` and ``block`` stand alone. ``unreachable`` acts on
+    dead links (the page is gone); ``could_not_check`` on citations that could not be checked now
+    (timeout, 429/5xx, access refused, our own egress down) and on failures of our own code
+    (``internal_error``, ``judge_error``): neither is the page's fault, so by default they are only
+    annotated. Defaults: supported keep, contradicted annotate, not_found annotate, unreachable
+    strip + annotate, could_not_check annotate.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -136,6 +157,7 @@ class Policy(BaseModel):
     contradicted: frozenset[Action] = frozenset({Action.annotate})
     not_found: frozenset[Action] = frozenset({Action.annotate})
     unreachable: frozenset[Action] = frozenset({Action.strip, Action.annotate})
+    could_not_check: frozenset[Action] = frozenset({Action.annotate})
     badges: Badges = Field(default_factory=Badges)
     block_message: str = DEFAULT_BLOCK_MESSAGE
     raise_on_block: bool = Field(default=False, description="Raise CitationBlocked instead of replacing the text.")
@@ -147,6 +169,7 @@ class Policy(BaseModel):
         contradicted: ActionsLike = Action.annotate,
         not_found: ActionsLike = Action.annotate,
         unreachable: ActionsLike = (Action.strip, Action.annotate),
+        could_not_check: ActionsLike = Action.annotate,
         badges: Badges | None = None,
         block_message: str = DEFAULT_BLOCK_MESSAGE,
         raise_on_block: bool = False,
@@ -157,19 +180,24 @@ class Policy(BaseModel):
             contradicted=contradicted,
             not_found=not_found,
             unreachable=unreachable,
+            could_not_check=could_not_check,
             badges=badges or Badges(),
             block_message=block_message,
             raise_on_block=raise_on_block,
         )
 
-    @field_validator("supported", "contradicted", "not_found", "unreachable", mode="before")
+    @field_validator("supported", "contradicted", "not_found", "unreachable", "could_not_check", mode="before")
     @classmethod
     def _actions(cls, value: Any) -> frozenset[Action]:
         return _parse_actions(value)
 
-    def actions_for(self, label: Label) -> frozenset[Action]:
-        """The actions for a verdict with ``label``."""
-        return frozenset(getattr(self, Label(label).value))
+    def actions_for(self, label: Label | VerdictKind) -> frozenset[Action]:
+        """The actions for a verdict with ``label`` (``unreachable``: a dead link) or of a kind."""
+        return frozenset(getattr(self, _policy_field(_as_kind(label))))
+
+    def actions_for_verdict(self, verdict: UrlVerdict) -> frozenset[Action]:
+        """The actions for ``verdict``, read off its kind (a dead link, or could not check...)."""
+        return self.actions_for(verdict.kind)
 
     @classmethod
     def strict(cls, **overrides: Any) -> Policy:
@@ -193,8 +221,10 @@ POLICY_PRESETS: dict[str, dict[str, Any]] = {
         "contradicted": Action.annotate,
         "not_found": Action.annotate,
         "unreachable": Action.annotate,
+        "could_not_check": Action.annotate,
     },
-    # The library default: flag doubtful citations, replace dead links with a badge.
+    # The library default: flag doubtful citations, replace dead links with a badge, mark the
+    # citations that could not be checked now.
     "default": {},
     # A clean answer: keep supported citations, silently remove every other one.
     "strip": {
@@ -202,6 +232,7 @@ POLICY_PRESETS: dict[str, dict[str, Any]] = {
         "contradicted": Action.strip,
         "not_found": Action.strip,
         "unreachable": Action.strip,
+        "could_not_check": Action.strip,
     },
     # Nothing doubtful gets through: any citation that is not supported blocks the answer.
     "block": {
@@ -209,6 +240,7 @@ POLICY_PRESETS: dict[str, dict[str, Any]] = {
         "contradicted": Action.block,
         "not_found": Action.block,
         "unreachable": Action.block,
+        "could_not_check": Action.block,
     },
     # The default, but a contradicted citation blocks the answer (Policy.strict()).
     "strict": {"contradicted": Action.block},
@@ -222,7 +254,8 @@ class AppliedAction(BaseModel):
     claim_index: int
     citation_index: int
     label: Label
-    actions: list[Action] = Field(description="The policy's actions for this label.")
+    kind: VerdictKind = Field(description="How the verdict reads (a dead link, could not check...).")
+    actions: list[Action] = Field(description="The policy's actions for this kind of verdict.")
     url: str | None = None
     marker: str = ""
     inherited: bool = False
@@ -250,16 +283,21 @@ class CitationBlocked(Exception):
 
 
 def render_badge(
-    label: Label, policy: Policy | None = None, fmt: OutputFormat = "markdown", title: str | None = None
+    label: Label | VerdictKind,
+    policy: Policy | None = None,
+    fmt: OutputFormat = "markdown",
+    title: str | None = None,
 ) -> str:
-    """The badge for ``label``: its text in markdown, or an HTML ``<span>`` whose ``title`` is the
-    evidence quote (class ``citation-verdict citation-verdict--<label with - for _>``)."""
-    text = (policy or Policy()).badges.for_label(label)
+    """The badge for ``label`` or a verdict kind: its text in markdown, or an HTML ``<span>`` whose
+    ``title`` is the evidence quote (class ``citation-verdict citation-verdict--<name>``, the name
+    being the label with ``-`` for ``_``, ``unreachable`` for dead links, ``could-not-check``)."""
+    kind = _as_kind(label)
+    text = (policy or Policy()).badges.for_kind(kind)
     if fmt == "markdown":
         return text
     if fmt != "html":
         raise ValueError(f"unknown format {fmt!r}; choose markdown or html")
-    cls = label.value.replace("_", "-")
+    cls = _policy_field(kind).replace("_", "-")
     title_attr = f' title="{html.escape(title, quote=True)}"' if title else ""
     return f'<span class="citation-verdict citation-verdict--{cls}"{title_attr}>{html.escape(text)}</span>'
 
@@ -298,6 +336,13 @@ def _title(verdict: UrlVerdict) -> str | None:
     return verdict.evidence_quote or verdict.reason
 
 
+def _claim_kind(claim: AnswerClaim) -> VerdictKind | None:
+    """How a claim checked against sources passed in reads as a whole (None: not checked)."""
+    if claim.overall is None:
+        return None
+    return overall_kind(claim.overall, (v.kind for v in claim.verdicts))
+
+
 def _item_key(ref: CitationRef, n: int) -> str:
     return ref.ref if ref.ref is not None else (ref.url or f"#{n}")
 
@@ -328,12 +373,13 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
                     unchecked_refs.add(ref.ref)
             continue
         for j, (ref, verdict) in enumerate(zip(claim.citations, claim.verdicts, strict=True)):
-            actions = policy.actions_for(verdict.label)
+            actions = policy.actions_for_verdict(verdict)
             use = _Use(ci, j, ref, verdict, actions)
             applied[(ci, j)] = AppliedAction(
                 claim_index=ci,
                 citation_index=j,
                 label=verdict.label,
+                kind=verdict.kind,
                 actions=sorted(actions, key=str),
                 url=ref.url,
                 marker=ref.marker,
@@ -348,7 +394,7 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
             site.items.setdefault(_item_key(ref, j), []).append(use)
     # A claim checked against sources passed in is judged as a whole: its overall label decides.
     for ci in claim_sources:
-        overall = report.claims[ci].overall
+        overall = _claim_kind(report.claims[ci])
         if overall is not None and Action.block in policy.actions_for(overall):
             blocked = True
 
@@ -361,7 +407,7 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
 
     edits: list[_Edit] = []
     stripped_refs: dict[str, bool] = dict.fromkeys(unchecked_refs, False)  # ref/url -> every use stripped
-    claim_end_badges: dict[int, list[tuple[Label, str | None]]] = {}
+    claim_end_badges: dict[int, list[tuple[VerdictKind, str | None]]] = {}
 
     def note_ref(ref: CitationRef, stripped: bool) -> None:
         key = ref.ref if ref.ref is not None else (f"url:{ref.url}" if ref.kind == "source" else None)
@@ -370,15 +416,15 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
 
     for site in sorted(sites.values(), key=lambda s: s.start):
         kept_labels: list[str] = []
-        badges: list[tuple[Label, str | None]] = []
-        item_badges: list[tuple[str, Label | None, str | None]] = []
+        badges: list[tuple[VerdictKind, str | None]] = []
+        item_badges: list[tuple[str, VerdictKind | None, str | None]] = []
         all_stripped = True
         for key, uses in site.items.items():
             strip = all(Action.strip in u.actions for u in uses)
             owner = next((u for u in uses if not u.ref.inherited), uses[0])
-            badge: tuple[Label, str | None] | None = None
+            badge: tuple[VerdictKind, str | None] | None = None
             if Action.annotate in owner.actions:
-                badge = (owner.verdict.label, _title(owner.verdict))
+                badge = (owner.verdict.kind, _title(owner.verdict))
                 badges.append(badge)
             for u in uses:
                 note_ref(u.ref, strip)
@@ -386,11 +432,9 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
                 a.stripped = strip
                 if u is owner and badge is not None:
                     a.badge = render_badge(badge[0], policy, fmt, badge[1])
-                elif (
-                    u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.verdict.label)
-                ):
-                    claim_end_badges.setdefault(u.claim, []).append((u.verdict.label, _title(u.verdict)))
-                    a.badge = render_badge(u.verdict.label, policy, fmt, _title(u.verdict))
+                elif u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.verdict.kind):
+                    claim_end_badges.setdefault(u.claim, []).append((u.verdict.kind, _title(u.verdict)))
+                    a.badge = render_badge(u.verdict.kind, policy, fmt, _title(u.verdict))
             if not strip:
                 all_stripped = False
                 kept_labels.append(key)
@@ -398,13 +442,12 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
         edits.append(_render_site(site, data, kept_labels, item_badges, badges, all_stripped, policy, fmt))
 
     for ci, uses in claim_sources.items():
-        claim = report.claims[ci]
-        overall = claim.overall
+        overall = _claim_kind(report.claims[ci])
         for u in uses:
             note_ref(u.ref, Action.strip in u.actions)
         if overall is not None and Action.annotate in policy.actions_for(overall):
-            best = next((u.verdict for u in uses if u.verdict.label == overall and u.verdict.evidence_quote), None)
-            best = best or next((u.verdict for u in uses if u.verdict.label == overall), None)
+            best = next((u.verdict for u in uses if u.verdict.kind == overall and u.verdict.evidence_quote), None)
+            best = best or next((u.verdict for u in uses if u.verdict.kind == overall), None)
             title = _title(best) if best else None
             claim_end_badges.setdefault(ci, []).append((overall, title))
             for u in uses:
@@ -412,7 +455,7 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
 
     for ci, badge_list in claim_end_badges.items():
         end = report.claims[ci].end
-        seen: list[Label] = []
+        seen: list[VerdictKind] = []
         parts = []
         for label, title in badge_list:
             if label not in seen:
@@ -456,8 +499,8 @@ def _render_site(
     site: _Site,
     data: bytes,
     kept: list[str],
-    item_badges: list[tuple[str, Label | None, str | None]],
-    badges: list[tuple[Label, str | None]],
+    item_badges: list[tuple[str, VerdictKind | None, str | None]],
+    badges: list[tuple[VerdictKind, str | None]],
     all_stripped: bool,
     policy: Policy,
     fmt: OutputFormat,
@@ -466,8 +509,8 @@ def _render_site(
     original = data[site.start : site.end]
     distinct = list(dict.fromkeys(label for label, _ in badges))
 
-    def render(pairs: list[tuple[Label, str | None]]) -> str:
-        seen: list[Label] = []
+    def render(pairs: list[tuple[VerdictKind, str | None]]) -> str:
+        seen: list[VerdictKind] = []
         out = []
         for label, title in pairs:
             if label not in seen:

@@ -6,10 +6,11 @@ Nothing in this module imports from the rest of the package: every stage imports
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class Label(str, Enum):
@@ -37,6 +38,7 @@ class Reason(str, Enum):
 
     fetch_timeout = "fetch_timeout"
     fetch_error = "fetch_error"
+    host_not_found = "host_not_found"
     redirected_to_homepage = "redirected_to_homepage"
     too_many_redirects = "too_many_redirects"
     soft_404 = "soft_404"
@@ -48,6 +50,7 @@ class Reason(str, Enum):
     invalid_url = "invalid_url"
     evidence_quote_not_in_source = "evidence_quote_not_in_source"
     judge_error = "judge_error"
+    internal_error = "internal_error"
     no_judge_configured = "no_judge_configured"
     no_citations = "no_citations"
     unresolved_citation = "unresolved_citation"
@@ -60,8 +63,10 @@ class Reason(str, Enum):
 
 REASON_DESCRIPTIONS: dict[str, str] = {
     "http_<code>": "The origin answered with this 4xx/5xx status (e.g. http_404, http_410, http_503).",
-    Reason.fetch_timeout.value: "The page did not answer within the per-request timeout.",
-    Reason.fetch_error.value: "DNS failure, refused connection, TLS or protocol error.",
+    Reason.fetch_timeout.value: "The page did not answer within the per-request timeout (retried first).",
+    Reason.fetch_error.value: "Refused or reset connection, temporary DNS failure, TLS or protocol error, "
+    "our own egress down (retried first).",
+    Reason.host_not_found.value: "The host name does not exist (DNS: no such domain).",
     Reason.redirected_to_homepage.value: "A deep link was redirected to the site's home page.",
     Reason.too_many_redirects.value: "More redirects than allowed (default 5).",
     Reason.soft_404.value: "A short 'page not found' template served with status 200.",
@@ -74,6 +79,8 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     Reason.invalid_url.value: "Not an http(s) URL, or not parseable.",
     Reason.evidence_quote_not_in_source.value: "The judge's quote is not in the passages it was shown.",
     Reason.judge_error.value: "The judge failed (malformed answer, refusal, timeout, 429/5xx) after retries.",
+    Reason.internal_error.value: "A failure of our own code (a bug, a missing package) while checking; "
+    "logged with its traceback, never the page's fault.",
     Reason.no_judge_configured.value: "No judge is available, so nothing could be judged.",
     Reason.no_citations.value: "The claim has no citation to check.",
     Reason.unresolved_citation.value: "A marker such as [3] that no reference or source resolves.",
@@ -86,6 +93,77 @@ REASON_DESCRIPTIONS: dict[str, str] = {
 def http_reason(status: int) -> str:
     """The reason code for an origin HTTP error status, e.g. ``http_404``."""
     return f"http_{status}"
+
+
+RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
+"""Origin statuses worth another attempt before a page reads "could not check"."""
+ACCESS_DENIED_STATUSES = frozenset({401, 403, 407, 451})
+"""Statuses that refuse *us* (a login, a bot wall, a proxy, a legal block): the page may be fine."""
+_TRANSPORT_UNCHECKED = frozenset({Reason.fetch_timeout.value, Reason.fetch_error.value})
+_OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value})
+
+
+def status_of_reason(reason: str | None) -> int | None:
+    """The HTTP status in an ``http_<code>`` reason, else None."""
+    if reason and reason.startswith("http_") and reason[5:].isdigit():
+        return int(reason[5:])
+    return None
+
+
+def is_retryable_reason(reason: str | None) -> bool:
+    """A page outcome worth another attempt: timeout, connection failure, 408/429/502/503/504."""
+    status = status_of_reason(reason)
+    return reason in _TRANSPORT_UNCHECKED or (status is not None and status in RETRYABLE_STATUSES)
+
+
+def is_unchecked_reason(reason: str | None) -> bool:
+    """A page that could not be checked *now* (not answering, refusing us, or our own egress
+    down): retryable outcomes, any 5xx, and 401/403/407/451. Not the page's fault."""
+    status = status_of_reason(reason)
+    if status is not None:
+        return status >= 500 or status in RETRYABLE_STATUSES or status in ACCESS_DENIED_STATUSES
+    return reason in _TRANSPORT_UNCHECKED
+
+
+class VerdictKind(str, Enum):
+    """How a verdict reads to a person, which the policies and badges act on.
+
+    The judged labels stand for themselves; ``unreachable`` splits into ``dead_link`` (the page is
+    gone: 404, 410, no such host, an unusable URL) and ``could_not_check`` (the page did not answer
+    now or refused us), and ``could_not_check`` also takes our own failures (``internal_error``,
+    ``judge_error``), which are labelled ``not_found`` but are never the page's fault.
+    """
+
+    supported = "supported"
+    contradicted = "contradicted"
+    not_found = "not_found"
+    dead_link = "dead_link"
+    could_not_check = "could_not_check"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def verdict_kind(label: Label, reason: str | None) -> VerdictKind:
+    """The :class:`VerdictKind` of a verdict with ``label`` and ``reason``."""
+    if label == Label.unreachable:
+        return VerdictKind.could_not_check if is_unchecked_reason(reason) else VerdictKind.dead_link
+    if label == Label.not_found and reason in _OUR_FAILURES:
+        return VerdictKind.could_not_check
+    return VerdictKind(label.value)
+
+
+def overall_kind(overall: Label, kinds: Iterable[VerdictKind]) -> VerdictKind:
+    """The :class:`VerdictKind` of a claim's ``overall`` label given its citations' kinds: an
+    unreachable claim any of whose pages could not be checked, or a not_found claim whose every
+    citation could not be checked, reads ``could_not_check``."""
+    seen = list(kinds)
+    unchecked = VerdictKind.could_not_check
+    if overall == Label.unreachable:
+        return unchecked if unchecked in seen else VerdictKind.dead_link
+    if overall == Label.not_found and seen and all(k == unchecked for k in seen):
+        return unchecked
+    return verdict_kind(overall, None)
 
 
 class FetchedPage(BaseModel):
@@ -167,6 +245,12 @@ class UrlVerdict(BaseModel):
     original_status: int | None = None
     rid: str | None = None
     reason: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kind(self) -> VerdictKind:
+        """How the verdict reads: a judged label, ``dead_link`` or ``could_not_check``."""
+        return verdict_kind(self.label, self.reason)
 
 
 class ClaimReport(BaseModel):
@@ -255,6 +339,12 @@ class AnswerReport(BaseModel):
     references_end: int | None = Field(default=None, description="UTF-8 byte offset just past that section.")
     sources: list[SourceInfo] = Field(default_factory=list, description="The sources passed in, as understood.")
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def internal_errors(self) -> int:
+        """How many verdicts rest on a failure of our own code (reason ``internal_error``)."""
+        return sum(1 for c in self.claims for v in c.verdicts if v.reason == Reason.internal_error.value)
+
 
 class TextReport(BaseModel):
     """Whether one source (still) supports a whole text written from it, such as a retrieved chunk:
@@ -272,3 +362,9 @@ class TextReport(BaseModel):
     sentences_supported: int = 0
     sentences_contradicted: int = 0
     claims: list[ClaimReport] = Field(default_factory=list, description="One report per sentence checked.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kind(self) -> VerdictKind:
+        """How the verdict reads: a judged label, ``dead_link`` or ``could_not_check``."""
+        return verdict_kind(self.label, self.reason)

@@ -105,14 +105,16 @@ class VerifyRequest(BaseModel):
 
 class PolicySpec(BaseModel):
     """A policy: a preset (``annotate``, ``default``, ``strip``, ``block``, ``strict``) with any
-    label's action overridden (``"keep"``, ``"annotate"``, ``"strip"``, ``"strip+annotate"``,
-    ``"block"``)."""
+    kind's action overridden (``"keep"``, ``"annotate"``, ``"strip"``, ``"strip+annotate"``,
+    ``"block"``); ``unreachable`` is a dead link, ``could_not_check`` a page that did not answer now
+    or a failure of ours."""
 
     preset: str = "default"
     supported: str | list[str] | None = None
     contradicted: str | list[str] | None = None
     not_found: str | list[str] | None = None
     unreachable: str | list[str] | None = None
+    could_not_check: str | list[str] | None = None
     block_message: str | None = None
 
     @field_validator("preset")

@@ -36,11 +36,12 @@ class Settings(BaseModel):
     crawlbase_token: SecretStr | None = Field(default=None, description="CRAWLBASE_TOKEN")
     crawlbase_js_token: SecretStr | None = Field(default=None, description="CRAWLBASE_JS_TOKEN")
     crawlbase_api_url: str = Field(default="https://api.crawlbase.com/", description="CRAWLBASE_API_URL")
-    crawlbase_storage_url: str = Field(
-        default="https://api.crawlbase.com/storage", description="CRAWLBASE_STORAGE_URL"
-    )
+    crawlbase_storage_url: str = Field(default="https://api.crawlbase.com/storage", description="CRAWLBASE_STORAGE_URL")
     allow_private_hosts: bool = Field(default=False, description="GUARDRAIL_ALLOW_PRIVATE_HOSTS")
     fetch_timeout: float = Field(default=15.0, gt=0, description="GUARDRAIL_FETCH_TIMEOUT (seconds)")
+    fetch_attempts: int = Field(
+        default=3, ge=1, description="GUARDRAIL_FETCH_ATTEMPTS (tries per page for transient failures)"
+    )
     max_bytes: int = Field(default=5_000_000, gt=0, description="GUARDRAIL_MAX_BYTES")
     max_redirects: int = Field(default=5, ge=0, description="GUARDRAIL_MAX_REDIRECTS")
     concurrency: int = Field(default=8, ge=1, description="GUARDRAIL_CONCURRENCY")

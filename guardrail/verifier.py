@@ -176,9 +176,7 @@ class Verifier:
         """Synchronous :meth:`averify`."""
         return run_sync(lambda: self.averify(claim, urls))
 
-    async def averify_many(
-        self, tasks: Sequence[ClaimTask], memo: PageMemo | None = None
-    ) -> list[ClaimReport]:
+    async def averify_many(self, tasks: Sequence[ClaimTask], memo: PageMemo | None = None) -> list[ClaimReport]:
         """Verify many claims at once: every unique URL fetched once, all passages embedded
         in one batch, all (claim, source) pairs judged in one judge call."""
         checked = [self._check_task(task) for task in tasks]
@@ -443,84 +441,72 @@ class Verifier:
                     memo.tasks.pop(u).cancel()
                 raise
             except Exception:
-                # A fetcher must not raise for one page; if it does anyway, every URL of the
-                # call becomes a fetch_error rather than an exception out of verify.
-                log.exception("fetcher %s failed", getattr(self.fetcher, "name", "?"))
+                # A fetcher must not raise for one page; if it does anyway, that is a failure of
+                # our own code: every URL of the call becomes an internal_error, not the page's fault.
+                log.exception("internal error in fetcher %s", getattr(self.fetcher, "name", "?"))
             except BaseException:
                 for u in missing:
                     memo.tasks.pop(u).cancel()
                 raise
             name = getattr(self.fetcher, "name", "direct")
             for u, fut in futures.items():
-                fut.set_result(
-                    fetched.get(u) or FetchedPage(url=u, reason=Reason.fetch_error.value, fetcher=name)
-                )
+                fut.set_result(fetched.get(u) or FetchedPage(url=u, reason=Reason.internal_error.value, fetcher=name))
         return {u: await memo.tasks[u] for u in urls}
 
-    async def _judge_tasks(
-        self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]
-    ) -> list[ClaimReport]:
-        # Decide what can be decided without a judge; collect passages for the rest.
-        source_passages: dict[Evidence, list[str]] = {}
-        decided: dict[Evidence, UrlVerdict] = {}
-        for task in tasks:
-            for ev in task.evidence:
-                if ev in source_passages or ev in decided:
-                    continue
-                if isinstance(ev, Fact):
-                    passages = split_passages(ev.text)
-                    if passages:
-                        source_passages[ev] = passages
-                    else:
-                        decided[ev] = UrlVerdict(
-                            url=ev.source, label=Label.not_found, reason=Reason.empty_page.value
-                        )
-                    continue
-                page = pages[ev]
-                assessment = interpret(page)
-                passages = split_passages(page.text) if assessment.usable else []
-                if assessment.usable and passages:
-                    source_passages[ev] = passages
-                else:
-                    decided[ev] = _page_verdict(
-                        page,
-                        assessment.label or Label.not_found,
-                        assessment.reason or Reason.empty_page.value,
-                    )
-
+    async def _judge_tasks(self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]) -> list[ClaimReport]:
+        source_passages, decided = self._read_sources(tasks, pages)
         pairs: list[tuple[int, Evidence]] = [
             (i, ev) for i, task in enumerate(tasks) for ev in task.evidence if ev in source_passages
         ]
-        shown = await self._retrieve(tasks, pairs, source_passages)
-        verdicts = await self._run_judge(
-            [
-                JudgeRequest(claim=tasks[i].claim, passages=shown[n], settle_at=tasks[i].settle_at)
-                for n, (i, _) in enumerate(pairs)
-            ]
-        )
         judged: dict[tuple[int, Evidence], tuple[UrlVerdict, list[str]]] = {}
-        for n, (i, ev) in enumerate(pairs):
-            guarded = apply_quote_guard(verdicts[n], shown[n])
-            judged[(i, ev)] = (self._source_verdict(ev, pages, guarded), shown[n])
+        try:
+            shown = await self._retrieve(tasks, pairs, source_passages)
+        except Exception:
+            log.exception("internal error: retrieving passages failed")
+            shown = None
+        if shown is None:
+            for pair in pairs:
+                judged[pair] = (_internal_verdict(pair[1], pages), [])
+        else:
+            verdicts = await self._run_judge(
+                [
+                    JudgeRequest(claim=tasks[i].claim, passages=shown[n], settle_at=tasks[i].settle_at)
+                    for n, (i, _) in enumerate(pairs)
+                ]
+            )
+            for n, (i, ev) in enumerate(pairs):
+                guarded = apply_quote_guard(verdicts[n], shown[n])
+                judged[(i, ev)] = (self._source_verdict(ev, pages, guarded), shown[n])
 
         reports: list[ClaimReport] = []
         for i, task in enumerate(tasks):
             citations: list[UrlVerdict] = []
             for ev in task.evidence:
-                if (i, ev) in judged:
-                    verdict, passages_shown = judged[(i, ev)]
-                else:
-                    verdict, passages_shown = decided[ev], []
+                verdict, passages_shown = judged[(i, ev)] if (i, ev) in judged else (decided[ev], [])
                 citations.append(verdict)
                 self._record(task.claim, ev, verdict, pages, passages_shown)
             reports.append(
-                ClaimReport(
-                    claim=task.claim,
-                    overall=aggregate(c.label for c in citations),
-                    citations=citations,
-                )
+                ClaimReport(claim=task.claim, overall=aggregate(c.label for c in citations), citations=citations)
             )
         return reports
+
+    def _read_sources(
+        self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]
+    ) -> tuple[dict[Evidence, list[str]], dict[Evidence, UrlVerdict]]:
+        """Passages of every source worth judging, and the verdicts decided without a judge."""
+        source_passages: dict[Evidence, list[str]] = {}
+        decided: dict[Evidence, UrlVerdict] = {}
+        for ev in dict.fromkeys(ev for task in tasks for ev in task.evidence):
+            try:
+                passages, verdict = _passages_or_verdict(ev, pages)
+            except Exception:
+                log.exception("internal error reading %s", ev.source if isinstance(ev, Fact) else ev)
+                passages, verdict = [], _internal_verdict(ev, pages)
+            if verdict is not None:
+                decided[ev] = verdict
+            else:
+                source_passages[ev] = passages
+        return source_passages, decided
 
     async def _retrieve(
         self,
@@ -570,10 +556,11 @@ class Verifier:
                 raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(requests)} requests")
             return verdicts
         except Exception:
-            log.exception("judge %s failed", judge.name)
+            # Judges answer failures of their model with judge_error verdicts; an exception out of
+            # one is a failure of our own code.
+            log.exception("internal error in judge %s", judge.name)
             return [
-                JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.judge_error.value)
-                for _ in requests
+                JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.internal_error.value) for _ in requests
             ]
 
     @staticmethod
@@ -666,6 +653,28 @@ def _citation_evidence(ref: CitationRef) -> Evidence | None:
     if ref.source_text is not None and ref.source_text.strip():
         return Fact(text=ref.source_text, source=f"fact:{ref.source_index}")
     return None
+
+
+def _passages_or_verdict(ev: Evidence, pages: dict[str, FetchedPage]) -> tuple[list[str], UrlVerdict | None]:
+    """A source's passages to judge, or the verdict it earns without a judge (an unusable page)."""
+    if isinstance(ev, Fact):
+        passages = split_passages(ev.text)
+        if passages:
+            return passages, None
+        return [], UrlVerdict(url=ev.source, label=Label.not_found, reason=Reason.empty_page.value)
+    page = pages[ev]
+    assessment = interpret(page)
+    passages = split_passages(page.text) if assessment.usable else []
+    if assessment.usable and passages:
+        return passages, None
+    return [], _page_verdict(page, assessment.label or Label.not_found, assessment.reason or Reason.empty_page.value)
+
+
+def _internal_verdict(ev: Evidence, pages: dict[str, FetchedPage]) -> UrlVerdict:
+    """The verdict for a source that a failure of our own code kept from being checked."""
+    if isinstance(ev, Fact):
+        return UrlVerdict(url=ev.source, label=Label.not_found, reason=Reason.internal_error.value)
+    return _page_verdict(pages[ev], Label.not_found, Reason.internal_error.value)
 
 
 def _page_verdict(page: FetchedPage, label: Label, reason: str) -> UrlVerdict:

@@ -97,14 +97,17 @@ def test_bad_rows_are_reported_with_their_line_numbers(tmp_path: Path) -> None:
     assert f"{path}:1:" not in message
 
 
-def test_cli_rejects_bad_input_before_verifying(tmp_path: Path, pages: FixtureServer) -> None:
+@pytest.mark.parametrize("columns", ["40", "200"])
+def test_cli_rejects_bad_input_before_verifying(tmp_path: Path, pages: FixtureServer, columns: str) -> None:
     before = pages.hits.get("/gone-410", 0)
     path = write_jsonl(
         tmp_path / "in.jsonl", [{"id": 1, "claim": CLAIM, "urls": [pages.url("/gone-410")]}, {"id": 2, "claim": ""}]
     )
-    result = runner.invoke(app, ["batch", str(path), "--out", str(tmp_path / "r.csv")], env=NO_STORES)
+    env = {**NO_STORES, "COLUMNS": columns}
+    result = runner.invoke(app, ["batch", str(path), "--out", str(tmp_path / "r.csv")], env=env)
     assert result.exit_code == 2
-    assert f"{path}:2: 'claim' must be a non-empty string" in result.stderr.replace("\n", "")
+    # One message, one line, whatever the terminal width and the length of the path.
+    assert f"{path}:2: 'claim' must be a non-empty string" in result.stderr.splitlines()
     assert pages.hits.get("/gone-410", 0) == before and not (tmp_path / "r.csv").exists()
 
 
@@ -276,7 +279,7 @@ def test_cli_batch_prints_figures_and_the_label_reason_table(
     )
     out, report = tmp_path / "report.csv", tmp_path / "report.html"
     args = ["batch", str(path), "--out", str(out), "--html", str(report), "--concurrency", "2"]
-    result = runner.invoke(app, [*args, "--allow-private-hosts"], env=llm_env)
+    result = runner.invoke(app, [*args, "--allow-private-hosts"], env={**llm_env, "COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[:2] == ["citation_precision=0.2000 (1/5)", "reachable_precision=0.3333 (1/3)"]

@@ -20,7 +20,7 @@ from tests.fakes import HashEmbedder, OverlapJudge
 from tests.fixtures.server import FixtureServer, Route
 from tests.fixtures.storage_api import JS_TOKEN, TOKEN, StorageAPI
 
-runner = CliRunner()
+runner = CliRunner(env={"COLUMNS": "200"})  # tables and panels are laid out for a known width
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
 
 

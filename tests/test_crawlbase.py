@@ -84,15 +84,17 @@ async def test_legacy_pc_status_header_is_read(api: FakeCrawlbase) -> None:
     assert page.reason is None
 
 
-@pytest.mark.parametrize("status", [404, 410, 500, 503])
-async def test_origin_errors_are_reported_not_retried(api: FakeCrawlbase, status: int) -> None:
+@pytest.mark.parametrize(("status", "calls"), [(404, 1), (410, 1), (500, 1), (503, 4)])
+async def test_origin_errors_are_reported_and_only_transient_ones_retried(
+    api: FakeCrawlbase, status: int, calls: int
+) -> None:
     url = f"https://example.org/status-{status}"
     api.targets[url] = FakeTarget(readable="# Error\n", original_status=status, cb_status=status)
     page = await fetch(make(api), url)
     assert page.original_status == status
     assessment = interpret(page)
     assert (assessment.label, assessment.reason) == (Label.unreachable, f"http_{status}")
-    assert len(api.calls_for(url)) == 1
+    assert len(api.calls_for(url)) == calls  # 503: the first call and max_retries (3) more
 
 
 async def test_unknown_page_is_http_404(api: FakeCrawlbase) -> None:
@@ -309,7 +311,9 @@ async def test_transport_errors_are_scrubbed(caplog: pytest.LogCaptureFixture) -
 
 
 def test_redact_masks_token_parameters() -> None:
-    assert redact("GET https://api.crawlbase.com/?token=abc123&url=x") == "GET https://api.crawlbase.com/?token=***&url=x"
+    assert (
+        redact("GET https://api.crawlbase.com/?token=abc123&url=x") == "GET https://api.crawlbase.com/?token=***&url=x"
+    )
     assert redact("something abc123 else", ["abc123"]) == "something *** else"
 
 

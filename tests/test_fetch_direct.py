@@ -4,6 +4,7 @@ interpret(), redirects, timeouts, the body cap, concurrency, headers, charsets a
 from __future__ import annotations
 
 import gzip
+import socket
 import ssl
 import threading
 import time
@@ -14,7 +15,9 @@ import pytest
 
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.fetch.interpret import interpret
-from guardrail.schema import FetchedPage, Label, Reason
+from guardrail.fetch.ssrf import Resolver
+from guardrail.retry import RetryPolicy
+from guardrail.schema import FetchedPage, Label, Reason, VerdictKind, verdict_kind
 from tests.fixtures.pages import BOILING_PDF, article, default_routes
 from tests.fixtures.server import FixtureServer, Route
 
@@ -150,15 +153,46 @@ async def test_refused_connection_is_fetch_error() -> None:
     assert outcome(p) == (Label.unreachable, "fetch_error")
 
 
-async def test_unresolvable_host_is_fetch_error() -> None:
-    p = await fetch("http://nonexistent.invalid/page", allow_private_hosts=False)
-    assert outcome(p) == (Label.unreachable, "fetch_error")
+def _resolver_failing_with(code: int) -> Resolver:
+    async def resolve(host: str, port: int) -> list[str]:
+        raise socket.gaierror(code, "resolver says no")
+
+    return resolve
+
+
+async def test_a_host_that_does_not_exist_is_host_not_found() -> None:
+    fetcher = DirectFetcher(resolver=_resolver_failing_with(socket.EAI_NONAME))
+    [page] = (await fetcher.fetch_all(["http://nonexistent.example/page"])).values()
+    assert outcome(page) == (Label.unreachable, "host_not_found")
+    assert verdict_kind(Label.unreachable, page.reason) == VerdictKind.dead_link
+
+
+async def test_a_temporary_dns_failure_is_fetch_error_and_retried() -> None:
+    calls: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        calls.append(host)
+        raise socket.gaierror(socket.EAI_AGAIN, "temporary failure in name resolution")
+
+    fetcher = DirectFetcher(resolver=resolve, retry=RetryPolicy(attempts=3, backoff=0.01))
+    [page] = (await fetcher.fetch_all(["http://flaky-dns.example/page"])).values()
+    assert outcome(page) == (Label.unreachable, "fetch_error")
+    assert verdict_kind(Label.unreachable, page.reason) == VerdictKind.could_not_check
+    assert calls == ["flaky-dns.example"] * 3
 
 
 async def test_fetch_all_never_raises_and_keys_by_url(pages: FixtureServer) -> None:
-    urls = [pages.url("/boiling"), "not a url", "ftp://example.org/", pages.url("/gone-404"), "http://nonexistent.invalid/"]
-    result = await DirectFetcher(allow_private_hosts=True).fetch_all(urls)
+    urls = [
+        pages.url("/boiling"),
+        "not a url",
+        "ftp://example.org/",
+        pages.url("/gone-404"),
+        "http://nonexistent.invalid/",
+    ]
+    fetcher = DirectFetcher(allow_private_hosts=True, resolver=_resolver_failing_with(socket.EAI_NONAME))
+    result = await fetcher.fetch_all(urls)
     assert list(result) == urls
+    assert result["http://nonexistent.invalid/"].reason == Reason.host_not_found.value
     assert result["not a url"].reason == Reason.invalid_url.value
     assert result["ftp://example.org/"].reason == Reason.invalid_url.value
     assert all(p.url == u and p.fetcher == "direct" for u, p in result.items())

@@ -8,7 +8,8 @@ from pathlib import Path
 from guardrail.schema import Reason
 from guardrail.settings import Settings
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_reason_code_is_in_the_reason_table() -> None:
@@ -27,7 +28,12 @@ def test_every_setting_is_in_the_configuration_table() -> None:
 def test_readme_opens_with_install_and_test_commands() -> None:
     first_block = README.split("```bash\n", 1)[1].split("```", 1)[0].strip().splitlines()
     assert len(first_block) == 2
-    assert "pip install torch==2.13.0" in first_block[0] and "guardrail demo" in first_block[0]
-    assert first_block[1].endswith("-m pytest")
-    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
-    assert "python -m pytest" in ci
+    install, tests = first_block
+    assert install.startswith("python3 -m venv .venv && ") and "guardrail demo" in install
+    assert "-c requirements.lock torch==2.13.0" in install and "-c requirements.lock -e '.[dev]'" in install
+    assert "--upgrade pip" not in install  # a new venv's bundled pip is what a newcomer has
+    assert tests.endswith("-m pytest")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    # CI runs the README's own lines, read from it, never a copy that could drift.
+    assert "README.md" in ci and install not in ci and "-m pytest" not in ci
+

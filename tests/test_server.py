@@ -151,6 +151,23 @@ def test_guard_applies_the_policy(client: TestClient, pages: FixtureServer) -> N
     assert '<span class="citation-verdict citation-verdict--supported"' in html["text"]
 
 
+def test_guard_tells_a_page_that_could_not_be_checked_from_a_dead_one(pages: FixtureServer) -> None:
+    verifier = fake_verifier(fetch_attempts=1)
+    answer = (
+        f"Water boils at 100 degrees [a]({pages.url('/unavailable-503')}). Ice floats [b]({pages.url('/gone-404')})."
+    )
+    with TestClient(create_app(verifier=verifier)) as client:
+        default = client.post("/v1/guard", json={"answer": answer}).json()
+        assert default["text"] == (
+            f"Water boils at 100 degrees [a]({pages.url('/unavailable-503')}) ⚠ could not check. Ice floats b ⛔ dead link."
+        )
+        kinds = [v["kind"] for claim in default["report"]["claims"] for v in claim["verdicts"]]
+        assert kinds == ["could_not_check", "dead_link"]
+        policy = {"preset": "default", "could_not_check": "strip"}
+        stripped = client.post("/v1/guard", json={"answer": answer, "policy": policy}).json()
+        assert pages.url("/unavailable-503") not in stripped["text"]
+
+
 def test_malformed_bodies_answer_422_naming_the_field(client: TestClient) -> None:
     def locs(response: httpx.Response) -> list[list[object]]:
         assert response.status_code == 422, response.text

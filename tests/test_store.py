@@ -26,6 +26,7 @@ from guardrail import ClaimTask, Fact, FetchedPage, Label, Reason, Settings, Url
 from guardrail.cli_audit import open_stores
 from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.fetch.direct import DirectFetcher
+from guardrail.retry import RetryPolicy
 from guardrail.store import (
     AuditStore,
     CachedFetcher,
@@ -274,7 +275,7 @@ def test_what_is_cached(page: FetchedPage, expected: str) -> None:
 async def test_transient_failures_are_fetched_again_and_definitive_ones_are_not(
     pages: FixtureServer, tmp_path: Path
 ) -> None:
-    inner = CountingFetcher()
+    inner = CountingFetcher(retry=RetryPolicy(attempts=1))  # one request per fetch: counts stay exact
     fetcher = CachedFetcher(inner, PageCache(tmp_path / "c.sqlite3"))
     gone, down = pages.url("/gone-410"), pages.url("/unavailable-503")
     await fetcher.fetch_all([gone, down])

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
-from guardrail import ClaimTask, Fact, FetchedPage, JudgeVerdict, Label, PageMemo, Verifier
+from guardrail import ClaimTask, Fact, FetchedPage, JudgeVerdict, Label, PageMemo, VerdictKind, Verifier
 from guardrail.schema import JudgeRequest
 from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge, StaticFetcher
 
@@ -70,8 +71,10 @@ def test_json_shape_is_exactly_the_documented_one(fetcher: StaticFetcher) -> Non
         "original_status",
         "rid",
         "reason",
+        "kind",
     }
     assert data["overall"] == "supported"
+    assert data["citations"][0]["kind"] == "supported"
 
 
 def test_each_unique_url_fetched_once_and_one_embedding_batch_and_one_judge_call(
@@ -124,14 +127,18 @@ class ShortJudge(ExplodingJudge):
 
 
 @pytest.mark.parametrize("judge", [ExplodingJudge(), ShortJudge()])
-def test_judge_failure_is_a_verdict_not_an_exception(fetcher: StaticFetcher, judge: ExplodingJudge) -> None:
+def test_a_judge_that_raises_is_our_internal_error_not_an_exception(
+    fetcher: StaticFetcher, judge: ExplodingJudge, caplog: pytest.LogCaptureFixture
+) -> None:
     report = Verifier(fetcher=fetcher, judge=judge, embedder=HashEmbedder()).verify(
         CLAIM, ["https://a.example/boiling", "https://a.example/gone"]
     )
-    assert [(c.label, c.reason) for c in report.citations] == [
-        (Label.not_found, "judge_error"),
-        (Label.unreachable, "http_410"),
+    assert [(c.label, c.reason, c.kind) for c in report.citations] == [
+        (Label.not_found, "internal_error", VerdictKind.could_not_check),
+        (Label.unreachable, "http_410", VerdictKind.dead_link),
     ]
+    tracebacks = [r for r in caplog.records if r.exc_info and "internal error" in r.getMessage()]
+    assert len(tracebacks) == 1  # logged once, with its traceback
 
 
 def test_no_judge_says_so(fetcher: StaticFetcher) -> None:
@@ -151,9 +158,7 @@ def test_empty_page_and_all_unreachable(fetcher: StaticFetcher) -> None:
 
 def test_facts_are_judged_without_fetching(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
-    report = v.verify_many([ClaimTask(CLAIM, [Fact(BOILING, source="fact:0"), Fact(OLD, source="fact:1")])])[
-        0
-    ]
+    report = v.verify_many([ClaimTask(CLAIM, [Fact(BOILING, source="fact:0"), Fact(OLD, source="fact:1")])])[0]
     assert [c.url for c in report.citations] == ["fact:0", "fact:1"]
     assert [c.label for c in report.citations] == [Label.supported, Label.contradicted]
     assert fetcher.calls == []
@@ -197,10 +202,26 @@ class RaisingFetcher:
         raise OSError("network stack on fire")
 
 
-def test_a_fetcher_that_raises_becomes_fetch_error() -> None:
+def test_a_fetcher_that_raises_is_our_internal_error_never_the_pages_fault(caplog: pytest.LogCaptureFixture) -> None:
     v = Verifier(fetcher=RaisingFetcher(), judge=OverlapJudge(), embedder=HashEmbedder())
-    report = v.verify(CLAIM, ["https://a.example/x"])
-    assert (report.citations[0].label, report.citations[0].reason) == (Label.unreachable, "fetch_error")
+    report = v.verify(CLAIM, ["https://a.example/x", "https://a.example/y"])
+    assert [(c.label, c.reason) for c in report.citations] == [(Label.not_found, "internal_error")] * 2
+    assert all(c.kind == VerdictKind.could_not_check for c in report.citations)
+    assert len([r for r in caplog.records if r.exc_info]) == 1  # one traceback for the one failure
+
+
+class ExplodingEmbedder(HashEmbedder):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise ImportError("no module named sentence_transformers")
+
+
+def test_a_failure_of_retrieval_is_internal_error_for_every_judged_citation(fetcher: StaticFetcher) -> None:
+    v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=ExplodingEmbedder(), top_k=1)
+    report = v.verify(CLAIM, ["https://a.example/boiling", "https://a.example/gone"])
+    assert [(c.label, c.reason) for c in report.citations] == [
+        (Label.not_found, "internal_error"),
+        (Label.unreachable, "http_410"),  # decided before retrieval: still the page's own verdict
+    ]
 
 
 def test_recorders_see_every_decision(fetcher: StaticFetcher) -> None:
@@ -213,3 +234,18 @@ def test_recorders_see_every_decision(fetcher: StaticFetcher) -> None:
     ]
     assert seen[0].judge_name == "overlap" and seen[0].passages_shown
     assert seen[1].judge_name is None and seen[1].passages_shown == []
+
+
+class MalformedPageFetcher:
+    """A buggy fetcher of ours: its page skipped validation, and its status is a string."""
+
+    name = "malformed"
+
+    async def fetch_all(self, urls: Sequence[str]) -> dict[str, FetchedPage]:
+        return {u: FetchedPage.model_construct(url=u, original_status="200", text="Water.", reason=None) for u in urls}
+
+
+def test_a_page_our_code_cannot_read_is_internal_error_for_that_page_only(fetcher: StaticFetcher) -> None:
+    v = Verifier(fetcher=MalformedPageFetcher(), judge=OverlapJudge(), embedder=HashEmbedder())
+    report = v.verify(CLAIM, ["https://a.example/broken"])
+    assert [(c.label, c.reason) for c in report.citations] == [(Label.not_found, "internal_error")]

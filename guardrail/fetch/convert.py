@@ -10,6 +10,7 @@ import html as html_lib
 import io
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from guardrail.schema import Reason
@@ -36,6 +37,10 @@ class Converted:
     title: str | None = None
     content_type: str | None = None
     reason: str | None = None
+
+
+Converter = Callable[[bytes, str | None, str | None], Converted]
+"""``(body, content_type, url) -> Converted``: how a fetcher turns a body into readable text."""
 
 
 def media_type(content_type: str | None) -> str:

@@ -10,8 +10,10 @@ Spoken over httpx rather than the ``crawlbase`` SDK (which is synchronous and dr
    ``md_readability`` (the readability pass sometimes drops a short page's text).
 3. HTTP 520, ``cb_status`` 207, or a page still that thin is fetched with
    ``CRAWLBASE_JS_TOKEN`` (a real browser) when one is set, the same two ways.
-4. 429, 500, 502, 503, 504, 522 and 599 are retried with exponential backoff and jitter
-   (``Retry-After`` honoured); 404, 410 and 422 never are.
+4. The API's 429, 500, 502, 503, 504, 522 and 599, the target's 408/429/502/503/504,
+   timeouts and dropped connections are retried under the shared
+   :class:`~guardrail.retry.RetryPolicy` (exponential backoff with jitter, ``Retry-After``
+   honoured, a time budget); 404, 410 and 422 never are.
 
 **Configuration errors surface.** A rejected token (HTTP 401/403 from the API itself),
 an account out of credits (402) or the API's "invalid token" answer raise
@@ -37,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -51,7 +52,8 @@ from guardrail.fetch._http import DEFAULT_USER_AGENT, BodyTooLarge, read_capped
 from guardrail.fetch.convert import HTML_TYPES, convert, decode_body, media_type
 from guardrail.fetch.interpret import non_whitespace_chars
 from guardrail.fetch.ssrf import SsrfPolicy, UrlRefused
-from guardrail.schema import FetchedPage, Reason
+from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
+from guardrail.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.settings import ConfigurationError, Settings
 
 log = logging.getLogger("guardrail.fetch.crawlbase")
@@ -114,6 +116,7 @@ class _Answer:
     rid: str | None = None
     text: str = ""
     reason: str | None = None
+    retry_after: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -123,6 +126,21 @@ class _Answer:
     @property
     def thin(self) -> bool:
         return self.ok and non_whitespace_chars(self.text) < THIN_PAGE_CHARS
+
+
+def _transient_answer(answer: _Answer | None, error: BaseException | None) -> Transient | None:
+    """Whether a Crawling API outcome is worth another call: the API's or the target's
+    429/5xx, a timeout, a dropped or refused connection."""
+    if error is not None:
+        transient = (httpx.TimeoutException, httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError)
+        return Transient(type(error).__name__) if isinstance(error, transient) else None
+    if answer is None:
+        return None
+    if answer.api_status in RETRY_STATUSES:
+        return Transient(f"API status {answer.api_status}", answer.retry_after)
+    if answer.original_status is not None and is_retryable_reason(http_reason(answer.original_status)):
+        return Transient(f"origin status {answer.original_status}", answer.retry_after)
+    return None
 
 
 def _int_header(value: str | None) -> int | None:
@@ -141,7 +159,8 @@ class CrawlbaseFetcher:
     endpoint (point it at a local server in tests); ``timeout`` per API call (default 90 s,
     as Crawlbase advises); ``max_bytes`` cap on the markdown; ``concurrency`` API calls at
     once; ``max_retries`` and ``retry_base_delay``/``retry_max_delay`` (seconds) for
-    429/5xx backoff; ``allow_private_hosts``/``policy`` for the no-DNS SSRF check.
+    429/5xx/timeout backoff, or a whole ``retry`` policy (:class:`guardrail.retry.RetryPolicy`);
+    ``allow_private_hosts``/``policy`` for the no-DNS SSRF check.
     """
 
     name = "crawlbase"
@@ -158,6 +177,7 @@ class CrawlbaseFetcher:
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
         retry_max_delay: float = 30.0,
+        retry: RetryPolicy | None = None,
         allow_private_hosts: bool = False,
         policy: SsrfPolicy | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
@@ -180,9 +200,13 @@ class CrawlbaseFetcher:
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.retry_base_delay = retry_base_delay
-        self.retry_max_delay = retry_max_delay
+        self.retry = retry or RetryPolicy(
+            attempts=max_retries + 1,
+            budget=2 * timeout,
+            backoff=retry_base_delay,
+            max_backoff=retry_max_delay,
+            max_retry_after=retry_max_delay,
+        )
         self.policy = policy or SsrfPolicy(allow_private=allow_private_hosts)
         self.user_agent = user_agent
         install_log_redaction()
@@ -271,9 +295,10 @@ class CrawlbaseFetcher:
             answer = await self._best_answer(client, url)
         except ConfigurationError:
             raise
-        except Exception as exc:  # a bug or a library surprise must not fail the whole call
-            log.warning("unexpected error fetching %s through Crawlbase: %s", url, type(exc).__name__)
-            return FetchedPage(url=url, reason=Reason.fetch_error.value, fetcher=self.name)
+        except Exception:
+            # Our own failure (a bug, a converter that cannot import): never the page's fault.
+            log.exception("internal error fetching %s through Crawlbase", url)
+            return FetchedPage(url=url, reason=Reason.internal_error.value, fetcher=self.name)
         final_url = answer.final_url or url
         return FetchedPage(
             url=url,
@@ -293,9 +318,7 @@ class CrawlbaseFetcher:
         if answer.thin:
             plain = await self._crawl(client, url, js=False, readability=False)
             answer = _richer(answer, plain)
-        needs_browser = (
-            answer.api_status in JS_STATUSES or answer.cb_status in JS_CB_STATUSES or answer.thin
-        )
+        needs_browser = answer.api_status in JS_STATUSES or answer.cb_status in JS_CB_STATUSES or answer.thin
         if needs_browser and self._js_token is not None:
             rendered = await self._crawl(client, url, js=True, readability=True)
             if rendered.thin:
@@ -304,55 +327,38 @@ class CrawlbaseFetcher:
         return answer
 
     async def _crawl(self, client: httpx.AsyncClient, url: str, *, js: bool, readability: bool) -> _Answer:
-        """One Crawling API call (with retries for transient statuses)."""
+        """One Crawling API call, tried again under ``retry`` for transient outcomes."""
         token = self._js_token if js else self._token
-        assert token is not None
         variable = "CRAWLBASE_JS_TOKEN" if js else "CRAWLBASE_TOKEN"
+        if token is None:
+            raise ConfigurationError(f"{variable} is not set")
         params = {"token": token.get_secret_value(), "url": url, "format": "md", "store": "true"}
         if readability:
             params["md_readability"] = "true"
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
-            try:
-                async with client.stream("GET", self.api_url, params=params) as response:
-                    status = response.status_code
-                    if last or status not in RETRY_STATUSES:
-                        return await self._answer(response, url, variable)
-                    delay = self._backoff(attempt, response.headers.get("retry-after"))
-                log.info("Crawlbase answered %d for %s; retrying in %.2fs", status, url, delay)
-                await asyncio.sleep(delay)
-            except httpx.TimeoutException:
-                log.info("Crawlbase timed out on %s", url)
-                return _Answer(api_status=0, reason=Reason.fetch_timeout.value)
-            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as exc:
-                if not last:
-                    await asyncio.sleep(self._backoff(attempt, None))
-                    continue
-                log.warning(
-                    "could not reach the Crawlbase API for %s: %s: %s",
-                    url,
-                    type(exc).__name__,
-                    redact(str(exc), self._secrets()),
-                )
-                return _Answer(api_status=0, reason=Reason.fetch_error.value)
-            except httpx.HTTPError as exc:
-                log.warning(
-                    "Crawlbase request failed for %s: %s: %s",
-                    url,
-                    type(exc).__name__,
-                    redact(str(exc), self._secrets()),
-                )
-                return _Answer(api_status=0, reason=Reason.fetch_error.value)
-        raise AssertionError("unreachable: the last attempt always returns")
 
-    def _backoff(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after is not None:
-            try:
-                return min(self.retry_max_delay, max(0.0, float(retry_after)))
-            except ValueError:
-                pass
-        ceiling = min(self.retry_max_delay, self.retry_base_delay * (2**attempt))
-        return ceiling / 2 + random.uniform(0, ceiling / 2)  # jitter spreads concurrent retries
+        async def attempt(seconds_left: float) -> _Answer:
+            timeout = httpx.Timeout(min(self.timeout, max(seconds_left, 0.001)), connect=min(self.timeout, 15.0))
+            async with client.stream("GET", self.api_url, params=params, timeout=timeout) as response:
+                answer = await self._answer(response, url, variable)
+                retry_after = parse_retry_after(response.headers)
+            return replace(answer, retry_after=retry_after)
+
+        def note(why: Transient, attempt_number: int, wait: float) -> None:
+            log.info("Crawlbase: %s for %s; retrying in %.2fs", why.detail, url, wait)
+
+        try:
+            return await retry_call(attempt, self.retry, _transient_answer, on_retry=note)
+        except httpx.TimeoutException:
+            log.info("Crawlbase timed out on %s", url)
+            return _Answer(api_status=0, reason=Reason.fetch_timeout.value)
+        except httpx.HTTPError as exc:
+            log.warning(
+                "could not reach the Crawlbase API for %s: %s: %s",
+                url,
+                type(exc).__name__,
+                redact(str(exc), self._secrets()),
+            )
+            return _Answer(api_status=0, reason=Reason.fetch_error.value)
 
     async def _answer(self, response: httpx.Response, url: str, variable: str) -> _Answer:
         status = response.status_code
@@ -416,9 +422,7 @@ class CrawlbaseFetcher:
 
 def _account_error(status: int, variable: str) -> ConfigurationError:
     if status == 402:
-        return ConfigurationError(
-            f"the Crawlbase account behind {variable} has no credits left (HTTP 402); top it up"
-        )
+        return ConfigurationError(f"the Crawlbase account behind {variable} has no credits left (HTTP 402); top it up")
     return ConfigurationError(
         f"Crawlbase rejected {variable} (HTTP {status}): the token is invalid, was reset, "
         "or is not a token for the Crawling API"
@@ -492,8 +496,12 @@ async def read_stored(
                     try:
                         body = await read_capped(response, max_bytes)
                     except BodyTooLarge:
-                        return FetchedPage(url=response.headers.get("url") or "", rid=rid,
-                                           reason=Reason.too_large.value, fetcher="crawlbase")
+                        return FetchedPage(
+                            url=response.headers.get("url") or "",
+                            rid=rid,
+                            reason=Reason.too_large.value,
+                            fetcher="crawlbase",
+                        )
                     return _stored_page(rid, response.headers, body)
             except httpx.HTTPError as exc:
                 raise CrawlbaseError(

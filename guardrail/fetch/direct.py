@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -40,15 +41,36 @@ from guardrail.fetch._http import (
     declared_length,
     read_capped,
 )
-from guardrail.fetch.convert import SUPPORTED_TYPES, convert, media_type
+from guardrail.fetch.convert import SUPPORTED_TYPES, Converter, convert, media_type
 from guardrail.fetch.ssrf import Resolver, SsrfPolicy, Target, UrlRefused
-from guardrail.schema import FetchedPage, Reason
+from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
+from guardrail.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail.fetch")
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _MAX_ADDRESSES_TRIED = 3
+_NO_SUCH_HOST = frozenset(
+    code for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None)) if code is not None
+)
+"""getaddrinfo answers that mean the name does not exist (not a temporary failure)."""
+
+
+class _ConverterFailed(Exception):
+    """Turning a body into text failed: a failure of our own code, whatever its exception type."""
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """One attempt's page, and how long the server asked us to wait before another."""
+
+    page: FetchedPage
+    retry_after: float | None = None
+
+
+def _status_reason(status: int | None) -> str | None:
+    return http_reason(status) if status is not None and not 200 <= status < 300 else None
 
 
 @dataclass
@@ -69,7 +91,9 @@ class DirectFetcher:
     ``timeout`` per request (connect, read, write) and ``total_timeout`` per page,
     redirects included (default twice ``timeout``); ``max_bytes`` body cap;
     ``max_redirects``; ``concurrency`` (pages fetched at once); ``user_agent``;
-    ``verify`` (TLS verification: True, or an ``ssl.SSLContext`` with your CAs).
+    ``verify`` (TLS verification: True, or an ``ssl.SSLContext`` with your CAs); ``retry``
+    (transient failures tried again; default 3 attempts within ``total_timeout``);
+    ``converter`` (body -> readable text; default :func:`guardrail.fetch.convert.convert`).
     """
 
     name = "direct"
@@ -88,6 +112,8 @@ class DirectFetcher:
         concurrency: int = 8,
         user_agent: str = DEFAULT_USER_AGENT,
         verify: bool | ssl.SSLContext = True,
+        retry: RetryPolicy | None = None,
+        converter: Converter = convert,
     ) -> None:
         if timeout <= 0 or (total_timeout is not None and total_timeout <= 0):
             raise ValueError("timeout and total_timeout must be positive")
@@ -109,6 +135,8 @@ class DirectFetcher:
         self.concurrency = concurrency
         self.user_agent = user_agent
         self.verify = verify
+        self.retry = retry or RetryPolicy(budget=self.total_timeout)
+        self.converter = converter
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> DirectFetcher:
@@ -119,6 +147,7 @@ class DirectFetcher:
             "max_bytes": settings.max_bytes,
             "max_redirects": settings.max_redirects,
             "concurrency": settings.concurrency,
+            "retry": RetryPolicy(attempts=settings.fetch_attempts, budget=2 * settings.fetch_timeout),
         }
         options.update(overrides)
         return cls(**options)
@@ -157,27 +186,53 @@ class DirectFetcher:
         )
 
     async def fetch_one(self, client: httpx.AsyncClient, url: str) -> FetchedPage:
-        """Fetch one URL with ``client`` (from :meth:`fetch_all`); never raises for a bad page."""
+        """Fetch one URL with ``client`` (from :meth:`fetch_all`); never raises for a bad page.
+
+        A transient outcome (timeout, connection failure, 408/429/502/503/504) is tried again under
+        ``retry`` (``Retry-After`` honoured), all attempts within its time budget.
+        """
+
+        def classify(outcome: _Outcome | None, error: BaseException | None) -> Transient | None:
+            if outcome is None:
+                return None  # _attempt turns every exception into an outcome but cancellation
+            reason = outcome.page.reason or _status_reason(outcome.page.original_status)
+            return Transient(reason or "", outcome.retry_after) if is_retryable_reason(reason) else None
+
+        def note(why: Transient, attempt: int, wait: float) -> None:
+            log.info("%s: %s on attempt %d; retrying in %.2fs", url, why.detail, attempt, wait)
+
+        outcome = await retry_call(lambda left: self._attempt(client, url, left), self.retry, classify, on_retry=note)
+        return outcome.page
+
+    async def _attempt(self, client: httpx.AsyncClient, url: str, seconds_left: float) -> _Outcome:
         progress = _Progress(url=url, current=url)
         try:
-            return await asyncio.wait_for(self._follow(client, progress), self.total_timeout)
+            return await asyncio.wait_for(self._follow(client, progress), min(self.total_timeout, seconds_left))
         except UrlRefused as exc:
             log.info("refused %s: %s", progress.current, exc.detail)
-            return self._failed(progress, exc.reason)
+            return _Outcome(self._failed(progress, exc.reason))
         except (asyncio.TimeoutError, httpx.TimeoutException):
             log.info("timed out fetching %s", progress.current)
-            return self._failed(progress, Reason.fetch_timeout.value)
+            return _Outcome(self._failed(progress, Reason.fetch_timeout.value))
         except BodyTooLarge as exc:
             log.info("%s: %s", progress.current, exc)
-            return self._failed(progress, Reason.too_large.value)
-        except (httpx.HTTPError, OSError) as exc:  # DNS failure, refused, reset, TLS, protocol
+            return _Outcome(self._failed(progress, Reason.too_large.value))
+        except _ConverterFailed as exc:
+            log.error("internal error converting %s", progress.current, exc_info=exc.__cause__)
+            return _Outcome(self._failed(progress, Reason.internal_error.value))
+        except socket.gaierror as exc:
+            reason = Reason.host_not_found if exc.errno in _NO_SUCH_HOST else Reason.fetch_error
+            log.info("could not resolve %s: %s", progress.current, exc)
+            return _Outcome(self._failed(progress, reason.value))
+        except (httpx.HTTPError, OSError) as exc:  # refused, reset, TLS, protocol, network down
             log.info("could not fetch %s: %s: %s", progress.current, type(exc).__name__, exc)
-            return self._failed(progress, Reason.fetch_error.value)
-        except Exception as exc:  # a bug or a library surprise must not fail the whole call
-            log.warning("unexpected error fetching %s: %s: %s", progress.current, type(exc).__name__, exc)
-            return self._failed(progress, Reason.fetch_error.value)
+            return _Outcome(self._failed(progress, Reason.fetch_error.value))
+        except Exception:
+            # Our own failure (a bug, a converter that cannot import): never the page's fault.
+            log.exception("internal error fetching %s", progress.current)
+            return _Outcome(self._failed(progress, Reason.internal_error.value))
 
-    async def _follow(self, client: httpx.AsyncClient, progress: _Progress) -> FetchedPage:
+    async def _follow(self, client: httpx.AsyncClient, progress: _Progress) -> _Outcome:
         for _ in range(self.max_redirects + 1):
             target = await self.policy.vet(progress.current)
             response = await self._send(client, target)
@@ -217,10 +272,11 @@ class DirectFetcher:
                 return await client.send(request, stream=True)
             except httpx.ConnectError as exc:
                 last_error = exc
-        assert last_error is not None  # Target always carries at least one address
+        if last_error is None:
+            raise UrlRefused(Reason.invalid_url, f"no address to connect to for {target.host!r}")
         raise last_error
 
-    async def _read(self, response: httpx.Response, progress: _Progress) -> FetchedPage:
+    async def _read(self, response: httpx.Response, progress: _Progress) -> _Outcome:
         status = response.status_code
         content_type = response.headers.get("content-type")
         kind = media_type(content_type) or None
@@ -233,22 +289,28 @@ class DirectFetcher:
             fetcher=self.name,
         )
         if not 200 <= status < 300:
-            return page  # interpret() decides http_<code>; the body is not needed
+            # interpret() decides http_<code>; the body is not needed.
+            return _Outcome(page, parse_retry_after(response.headers))
         if kind is not None and kind not in SUPPORTED_TYPES and kind != "application/octet-stream":
-            return page.model_copy(update={"reason": Reason.unsupported_content_type.value})
+            return _Outcome(page.model_copy(update={"reason": Reason.unsupported_content_type.value}))
         length = declared_length(response)
         if length is not None and length > self.max_bytes:
             log.info("%s declares %d bytes, over the %d-byte cap", progress.current, length, self.max_bytes)
-            return page.model_copy(update={"reason": Reason.too_large.value})
+            return _Outcome(page.model_copy(update={"reason": Reason.too_large.value}))
         body = await read_capped(response, self.max_bytes)
-        converted = await asyncio.to_thread(convert, body, content_type, progress.current)
-        return page.model_copy(
-            update={
-                "text": converted.text,
-                "title": converted.title,
-                "content_type": converted.content_type or kind,
-                "reason": converted.reason,
-            }
+        try:
+            converted = await asyncio.to_thread(self.converter, body, content_type, progress.current)
+        except Exception as exc:  # even an OSError here is ours, not a network failure
+            raise _ConverterFailed from exc
+        return _Outcome(
+            page.model_copy(
+                update={
+                    "text": converted.text,
+                    "title": converted.title,
+                    "content_type": converted.content_type or kind,
+                    "reason": converted.reason,
+                }
+            )
         )
 
     def _failed(self, progress: _Progress, reason: str) -> FetchedPage:

@@ -7,7 +7,8 @@ decides whether that is evidence worth judging, or a verdict already:
 what was fetched                                           label           reason
 =========================================================  ==============  ==========================
 timeout                                                    unreachable     fetch_timeout
-DNS failure, refused connection, TLS/protocol error        unreachable     fetch_error
+refused connection, temporary DNS failure, TLS/protocol    unreachable     fetch_error
+no such host (DNS)                                         unreachable     host_not_found
 SSRF-refused host / not an http(s) URL / redirect loop     unreachable     blocked_address /
                                                                            invalid_url /
                                                                            too_many_redirects
@@ -18,8 +19,12 @@ deep link redirected to the site's home page               not_found       redir
 no readable text, or a "please enable JavaScript" shell    not_found       empty_page
 short bot-check page (captcha, "verify you are human")     not_found       bot_challenge
 short "page not found" template served with status 200     not_found       soft_404
+a failure of our own code while fetching or converting    not_found       internal_error
 anything else                                              usable (sent to the judge)
 =========================================================  ==============  ==========================
+
+Whether an ``unreachable`` page is gone (a dead link) or could not be checked now is read off its
+reason by :func:`guardrail.schema.verdict_kind`.
 
 "Short" means both few non-whitespace characters of readable text (under 800 for a soft
 404, 1500 for a bot wall) and few full sentences (at most five of eight words or more):
@@ -49,6 +54,7 @@ _UNREACHABLE_REASONS = frozenset(
     {
         Reason.fetch_timeout.value,
         Reason.fetch_error.value,
+        Reason.host_not_found.value,
         Reason.blocked_address.value,
         Reason.invalid_url.value,
         Reason.too_many_redirects.value,

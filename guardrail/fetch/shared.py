@@ -60,7 +60,7 @@ class SingleFlightFetcher:
                             fut.exception()  # mark retrieved: nobody may be waiting
                     raise
                 for u, fut in mine.items():
-                    page = fetched.get(u) or FetchedPage(url=u, reason=Reason.fetch_error.value, fetcher=self.name)
+                    page = fetched.get(u) or FetchedPage(url=u, reason=Reason.internal_error.value, fetcher=self.name)
                     pages[u] = page
                     if not fut.done():
                         fut.set_result(page)

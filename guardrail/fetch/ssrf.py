@@ -244,9 +244,7 @@ class SsrfPolicy:
         resolver: Resolver | None = None,
     ) -> None:
         self.allow_private = allow_private
-        self.allowed_hosts: frozenset[tuple[str, int | None]] = frozenset(
-            _normalize_allowed(e) for e in allowed_hosts
-        )
+        self.allowed_hosts: frozenset[tuple[str, int | None]] = frozenset(_normalize_allowed(e) for e in allowed_hosts)
         self.resolver: Resolver = resolver or system_resolver
 
     def __repr__(self) -> str:
@@ -264,9 +262,7 @@ class SsrfPolicy:
         except (httpx.InvalidURL, TypeError, ValueError) as exc:
             raise UrlRefused(Reason.invalid_url, f"not a parseable URL: {exc}") from None
         if parsed.scheme not in ALLOWED_SCHEMES:
-            raise UrlRefused(
-                Reason.invalid_url, f"scheme {parsed.scheme or '(none)'!r} is not http or https"
-            )
+            raise UrlRefused(Reason.invalid_url, f"scheme {parsed.scheme or '(none)'!r} is not http or https")
         try:
             host = parsed.raw_host.decode("ascii").lower()
         except UnicodeDecodeError:
@@ -307,7 +303,8 @@ class SsrfPolicy:
 
     async def vet(self, url: str | httpx.URL) -> Target:
         """Check ``url`` fully: :meth:`check_static`, then resolve the host once and check every
-        address it resolves to. Raises :class:`UrlRefused`; DNS failures raise ``OSError``."""
+        address it resolves to. Raises :class:`UrlRefused`; DNS failures raise ``OSError``
+        (``socket.gaierror`` with ``EAI_NONAME`` when the name does not exist)."""
         parsed, host, port, ip = self.check_static(url)
         if ip is not None:
             return Target(parsed, host, port, (ip.compressed,))
@@ -323,7 +320,7 @@ class SsrfPolicy:
                 self._check_ip(address, host)
             addresses.append(address.compressed)
         if not addresses:
-            raise OSError(f"{host!r} did not resolve to any address")
+            raise socket.gaierror(socket.EAI_NONAME, f"{host!r} did not resolve to any address")
         # IPv4 first: many hosts have no working IPv6 route, and we do not race connections.
         addresses.sort(key=lambda a: ":" in a)
         return Target(parsed, host, port, tuple(addresses))

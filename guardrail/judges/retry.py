@@ -1,8 +1,9 @@
-"""Retries, time budgets and bounded concurrency shared by the LLM judges.
+"""What a judge failure becomes, and bounded concurrency, for the LLM judges.
 
-One place decides what a judge failure becomes: a malformed answer, a refusal, a timeout,
-a connection error, HTTP 408/409/425/429 or any 5xx is retried within a budget (attempts and
-total time per request, with exponential backoff and Retry-After honoured when reasonable);
+The retrying itself is :func:`guardrail.retry.retry_call`, shared with the fetchers. A malformed
+answer, a refusal, a timeout, a connection error, HTTP 408/409/425/429 or any 5xx is retried within
+a budget (attempts and total time per request, with exponential backoff and Retry-After honoured
+when reasonable);
 when the budget is spent the request gets ``not_found`` / ``judge_error``. An authentication
 failure (401/403) is a configuration problem: it is not retried, the remaining requests of the
 call are not sent, each gets ``judge_error``, and one log line names the variable to check
@@ -12,15 +13,26 @@ call are not sent, each gets ``judge_error``, and one log line names the variabl
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import random
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from guardrail.judges.prompt import JudgeParseError
+from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
 from guardrail.schema import JudgeRequest, JudgeVerdict, Reason
+
+__all__ = [
+    "AUTH_STATUS",
+    "RETRYABLE_STATUS",
+    "FatalJudgeError",
+    "JudgeAuthError",
+    "JudgeCallError",
+    "RetryPolicy",
+    "TransientJudgeError",
+    "error_for_status",
+    "judge_all",
+    "judge_error",
+    "parse_retry_after",
+]
 
 log = logging.getLogger("guardrail.judges")
 
@@ -56,32 +68,6 @@ class JudgeAuthError(FatalJudgeError):
         self.setting = setting
 
 
-def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if any."""
-    if not headers:
-        return None
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
 def error_for_status(status: int, headers: Mapping[str, str] | None, setting: str) -> JudgeCallError:
     """The judge error for an HTTP error status from the model API (``setting`` names the key variable)."""
     if status in AUTH_STATUS:
@@ -89,44 +75,6 @@ def error_for_status(status: int, headers: Mapping[str, str] | None, setting: st
     if status in RETRYABLE_STATUS or status >= 500:
         return TransientJudgeError(f"http_{status}", retry_after=parse_retry_after(headers))
     return FatalJudgeError(f"http_{status}")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard to try one judge request.
-
-    ``attempt_timeout`` bounds each call; ``budget`` bounds the whole request, retries and waits
-    included (default: twice ``attempt_timeout``). Backoff doubles from ``backoff`` up to
-    ``max_backoff``; a Retry-After longer than ``max_retry_after`` or than the budget left ends
-    the request at once instead of waiting.
-    """
-
-    attempts: int = 3
-    attempt_timeout: float = 60.0
-    budget: float | None = None
-    backoff: float = 0.5
-    max_backoff: float = 8.0
-    max_retry_after: float = 30.0
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError("attempts must be at least 1")
-        if self.attempt_timeout <= 0:
-            raise ValueError("attempt_timeout must be positive")
-        if self.budget is not None and self.budget <= 0:
-            raise ValueError("budget must be positive")
-        if self.backoff < 0 or self.max_backoff < 0 or self.max_retry_after < 0:
-            raise ValueError("backoff, max_backoff and max_retry_after must not be negative")
-
-    @property
-    def total(self) -> float:
-        """The time budget of one request, in seconds."""
-        return self.budget if self.budget is not None else 2 * self.attempt_timeout
-
-    def delay(self, attempt: int) -> float:
-        """Backoff before retry number ``attempt`` (1-based), with a little jitter against herds."""
-        base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
-        return base + random.uniform(0, base * 0.1)
 
 
 def judge_error() -> JudgeVerdict:
@@ -177,63 +125,60 @@ async def _with_retries(
 ) -> JudgeVerdict:
     loop = asyncio.get_running_loop()
     started = loop.time()
-    deadline = started + policy.total
-    last = "no attempt"
     tries = 0
-    while tries < policy.attempts:
+
+    async def one(timeout: float) -> JudgeVerdict:
+        nonlocal tries
         if state.auth_failed:
-            return judge_error()
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            last += "; time budget spent"
-            break
-        timeout = min(policy.attempt_timeout, remaining)
+            raise _AuthFailedElsewhere
         tries += 1
-        retry_after: float | None = None
-        try:
-            # wait_for is the hard bound; the SDK gets the same timeout so it stops its own I/O too.
-            return await asyncio.wait_for(attempt(request, timeout), timeout)
-        except JudgeAuthError as exc:
-            if not state.auth_failed:
-                state.auth_failed = True
-                log.error(
-                    "judge %s: the API rejected the credentials (%s); check %s. "
-                    "Every request of this call is answered not_found/judge_error.",
-                    judge_name,
-                    exc.detail,
-                    exc.setting,
-                )
-            return judge_error()
-        except FatalJudgeError as exc:
-            log.warning("judge %s: request failed (%s), not retried", judge_name, exc.detail)
-            return judge_error()
-        except TransientJudgeError as exc:
-            last, retry_after = exc.detail, exc.retry_after
-        except JudgeParseError as exc:
-            last = f"malformed answer: {exc}"
-        except asyncio.TimeoutError:
-            last = "timeout"
-        except Exception:
-            # A bug, not a model failure: log it loudly, but one request must not sink the call.
-            log.exception("judge %s: unexpected error", judge_name)
-            return judge_error()
-        if tries >= policy.attempts:
-            break
-        wait = policy.delay(tries)
-        if retry_after is not None:
-            if retry_after > policy.max_retry_after:
-                last += f"; Retry-After {retry_after:.0f}s is too long"
-                break
-            wait = max(wait, retry_after)
-        if loop.time() + wait >= deadline:
-            last += "; time budget spent"
-            break
-        await asyncio.sleep(wait)
-    log.warning(
-        "judge %s: giving up after %d attempt(s) in %.1fs: %s",
-        judge_name,
-        tries,
-        loop.time() - started,
-        last,
-    )
-    return judge_error()
+        # The SDK gets the same timeout as the hard bound, so it stops its own I/O too.
+        return await attempt(request, timeout)
+
+    try:
+        return await retry_call(one, policy, _transient_judge_failure)
+    except _AuthFailedElsewhere:
+        return judge_error()
+    except JudgeAuthError as exc:
+        if not state.auth_failed:
+            state.auth_failed = True
+            log.error(
+                "judge %s: the API rejected the credentials (%s); check %s. "
+                "Every request of this call is answered not_found/judge_error.",
+                judge_name,
+                exc.detail,
+                exc.setting,
+            )
+        return judge_error()
+    except FatalJudgeError as exc:
+        log.warning("judge %s: request failed (%s), not retried", judge_name, exc.detail)
+        return judge_error()
+    except (TransientJudgeError, JudgeParseError, asyncio.TimeoutError) as exc:
+        why = _transient_judge_failure(None, exc)
+        log.warning(
+            "judge %s: giving up after %d attempt(s) in %.1fs: %s",
+            judge_name,
+            tries,
+            loop.time() - started,
+            why.detail if why else type(exc).__name__,
+        )
+        return judge_error()
+    except Exception:
+        # A bug of ours, not a model failure: log it loudly, but one request must not sink the call.
+        log.exception("judge %s: internal error", judge_name)
+        return JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.internal_error.value)
+
+
+class _AuthFailedElsewhere(Exception):
+    """Another request of the call found the credentials rejected: send nothing more."""
+
+
+def _transient_judge_failure(_result: JudgeVerdict | None, error: BaseException | None) -> Transient | None:
+    """Worth another attempt: a timeout, a connection error, 408/409/425/429/5xx, a malformed answer."""
+    if isinstance(error, TransientJudgeError):
+        return Transient(error.detail, error.retry_after)
+    if isinstance(error, JudgeParseError):
+        return Transient(f"malformed answer: {error}")
+    if isinstance(error, asyncio.TimeoutError):
+        return Transient("timeout")
+    return None

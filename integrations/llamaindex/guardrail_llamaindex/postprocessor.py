@@ -11,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from guardrail import Action, Label, PageMemo, Policy, TextReport, Verifier
+from guardrail import Action, Label, PageMemo, Policy, TextReport, VerdictKind, Verifier
 from guardrail.verifier import run_sync
 from guardrail_llamaindex._nodes import node_text, node_url
 
@@ -23,8 +23,17 @@ EVIDENCE_KEY = "citation_evidence"
 CHECKED_AT_KEY = "citation_checked_at"
 CHECKED_URL_KEY = "citation_checked_url"
 SUPPORT_KEY = "citation_support"
+UNVERIFIED_KEY = "citation_unverified"
 
-VERDICT_KEYS: tuple[str, ...] = (VERDICT_KEY, REASON_KEY, EVIDENCE_KEY, CHECKED_AT_KEY, CHECKED_URL_KEY, SUPPORT_KEY)
+VERDICT_KEYS: tuple[str, ...] = (
+    VERDICT_KEY,
+    REASON_KEY,
+    EVIDENCE_KEY,
+    CHECKED_AT_KEY,
+    CHECKED_URL_KEY,
+    SUPPORT_KEY,
+    UNVERIFIED_KEY,
+)
 """The metadata keys the postprocessor writes; all are excluded from embedding and LLM metadata."""
 
 
@@ -43,15 +52,20 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
     * ``citation_reason`` - why, when the guard decided it (``http_404``, ``soft_404``...), or None;
     * ``citation_evidence`` - a quote from the page (the first contradiction, else a support);
     * ``citation_checked_at`` - when (ISO 8601, UTC); ``citation_checked_url`` - the URL fetched;
-    * ``citation_support`` - ``"supported/checked"`` sentences, e.g. ``"3/4"``.
+    * ``citation_support`` - ``"supported/checked"`` sentences, e.g. ``"3/4"``;
+    * ``citation_unverified`` - True when the page could not be checked now (timeout, 429/5xx,
+      access refused, our own egress down) or a failure of our own kept it from being checked.
 
     Those keys are added to the node's ``excluded_embed_metadata_keys`` and
     ``excluded_llm_metadata_keys`` so they never reach an embedding or a prompt. Nodes whose
     verdict is in ``drop_labels`` (default: unreachable, contradicted) are removed, each logged at
-    INFO; the others keep their order. ``policy=Policy(...)`` instead of ``drop_labels`` drops the
-    verdicts that policy would strip or block (``Policy()``: unreachable; ``Policy.strict()``:
-    unreachable and contradicted). **Nodes whose metadata names no URL pass through untouched**
-    (same object, no verdict keys): there is no page to re-check.
+    INFO; the others keep their order. ``unreachable`` drops only dead pages (404, 410, no such
+    host): **a node is never dropped because its page could not be checked now** (fail-open); it is
+    kept, marked unverified, and when that happens to most of the checked nodes of a query one
+    warning says so. ``policy=Policy(...)`` instead of ``drop_labels`` drops the verdicts that
+    policy would strip or block (``Policy()``: unreachable; ``Policy.strict()``: unreachable and
+    contradicted). **Nodes whose metadata names no URL pass through untouched** (same object, no
+    verdict keys): there is no page to re-check.
     """
 
     url_key: str | None = Field(
@@ -71,9 +85,7 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
             if "drop_labels" in data:
                 raise ValueError("give drop_labels or policy, not both")
             # A retrieved node has no citation to strip: what a policy strips or blocks, the node loses.
-            data["drop_labels"] = [
-                label for label in Label if {Action.strip, Action.block} & policy.actions_for(label)
-            ]
+            data["drop_labels"] = [label for label in Label if {Action.strip, Action.block} & policy.actions_for(label)]
         super().__init__(**data)
         self._verifier = verifier
 
@@ -123,13 +135,23 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
             items, memo=PageMemo(), min_supported=self.min_supported, max_sentences=self.max_sentences
         )
         checked_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        unchecked = [r for r in reports if r.kind == VerdictKind.could_not_check]
+        if unchecked and 2 * len(unchecked) > len(reports):
+            reasons = ", ".join(sorted({r.reason or r.label.value for r in unchecked}))
+            log.warning(
+                "could not check %d of %d retrieved pages now (%s); their nodes are kept, marked %s",
+                len(unchecked),
+                len(reports),
+                reasons,
+                UNVERIFIED_KEY,
+            )
         out: list[NodeWithScore] = []
         for i, item in enumerate(nodes):
             if i not in position:
                 out.append(item)
                 continue
             report = reports[position[i]]
-            if report.label in self.drop_labels:
+            if report.kind != VerdictKind.could_not_check and report.label in self.drop_labels:
                 log.info(
                     "dropped node %s: %s (%s) at %s",
                     item.node.node_id,
@@ -153,6 +175,7 @@ def _with_verdict(item: NodeWithScore, report: TextReport, checked_at: str) -> N
         CHECKED_AT_KEY: checked_at,
         CHECKED_URL_KEY: report.source,
         SUPPORT_KEY: f"{report.sentences_supported}/{report.sentences_checked}",
+        UNVERIFIED_KEY: report.kind == VerdictKind.could_not_check,
     }
     node.excluded_embed_metadata_keys = _plus(item.node.excluded_embed_metadata_keys)
     node.excluded_llm_metadata_keys = _plus(item.node.excluded_llm_metadata_keys)
