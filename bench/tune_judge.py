@@ -54,9 +54,9 @@ from judge_accuracy import (
     three_way_metrics,
 )
 
-from guardrail.guard import apply_quote_guard
+from guardrail.core.quote_guard import apply_quote_guard
+from guardrail.core.schema import JudgeRequest
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig, Scored, decide
-from guardrail.schema import JudgeRequest
 
 GRID: dict[str, list[Any]] = {
     "support_threshold": [round(0.05 * i, 2) for i in range(1, 20)],

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from guardrail.extract import ExtractedAnswer, Source, extract_claims, needs_grounding, normalize_sources, stream_cut
-from guardrail.grounding import (
-    CheckGroundingRequest,
-    CheckGroundingResponse,
-    GroundingFact,
-    GroundingJudgeError,
-    GroundingLimitError,
-    GroundingSpec,
-    acheck_grounding,
-    check_grounding,
+from guardrail.core.extract import (
+    ExtractedAnswer,
+    Source,
+    extract_claims,
+    needs_grounding,
+    normalize_sources,
+    stream_cut,
 )
-from guardrail.policy import (
+from guardrail.core.policy import (
     Action,
     AppliedAction,
     Badges,
@@ -23,7 +20,7 @@ from guardrail.policy import (
     apply_policy,
     render_badge,
 )
-from guardrail.schema import (
+from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
     CitationRef,
@@ -38,6 +35,16 @@ from guardrail.schema import (
     TextReport,
     UrlVerdict,
     VerdictKind,
+)
+from guardrail.grounding import (
+    CheckGroundingRequest,
+    CheckGroundingResponse,
+    GroundingFact,
+    GroundingJudgeError,
+    GroundingLimitError,
+    GroundingSpec,
+    acheck_grounding,
+    check_grounding,
 )
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.streaming import AnswerStream, StreamPiece, merge_reports

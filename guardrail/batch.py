@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from guardrail.extract import normalize_sources
-from guardrail.policy import Policy, apply_policy, render_badge
-from guardrail.schema import AnswerReport, ClaimReport, Label, Reason, UrlVerdict, VerdictKind
+from guardrail.core.extract import normalize_sources
+from guardrail.core.policy import Policy, apply_policy, render_badge
+from guardrail.core.schema import AnswerReport, ClaimReport, Label, Reason, UrlVerdict, VerdictKind
 from guardrail.settings import ConfigurationError
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from guardrail.cli_audit import EXIT_BAD_INPUT, LABEL_STYLE, audit_app, open_stores, replay_command
 from guardrail.cli_console import ui
-from guardrail.schema import AnswerReport, ClaimReport, Label, UrlVerdict
+from guardrail.core.schema import AnswerReport, ClaimReport, Label, UrlVerdict
 from guardrail.settings import ConfigurationError, Settings
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ EXIT_BLOCKED = 1
 
 
 class PolicyChoice(Enum):
-    """``guardrail check --policy``: the presets of :data:`guardrail.policy.POLICY_PRESETS`
+    """``guardrail check --policy``: the presets of :data:`guardrail.core.policy.POLICY_PRESETS`
     (a plain Enum: a ``str`` one's ``strip`` member would shadow ``str.strip``)."""
 
     annotate = "annotate"
@@ -268,7 +268,7 @@ def check(
     Exit 0 when the guarded answer is printed, 1 when the policy blocked it (still printed), 2 on bad input,
     3 when a citation could not be checked because of a failure of our own (internal_error).
     """
-    from guardrail.policy import GuardedAnswer, Policy, apply_policy
+    from guardrail.core.policy import GuardedAnswer, Policy, apply_policy
     from guardrail.verifier import Verifier
 
     answer = sys.stdin.read() if answer_file == "-" else read_input_file(answer_file, "answer file")
@@ -312,8 +312,8 @@ def demo(
     """Guard a bundled answer end to end, offline and with no keys: its citations point at pages this
     command serves on 127.0.0.1, and the embedded judge decides. Exits 3 when a citation could not
     be checked because of a failure of our own (internal_error)."""
+    from guardrail.core.policy import Policy, apply_policy
     from guardrail.demo import LoopbackSite, demo_answer, demo_routes, demo_verifier, describe_judge
-    from guardrail.policy import Policy, apply_policy
 
     settings = load_settings()
     with LoopbackSite(demo_routes()) as site:

@@ -31,8 +31,8 @@ from rich.table import Table
 from rich.text import Text
 
 from guardrail.cli_console import ui
+from guardrail.core.schema import Label
 from guardrail.fetch.base import Fetcher
-from guardrail.schema import Label
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.store import (
     AuditRecord,

@@ -17,8 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from guardrail.core.schema import AnswerReport
 from guardrail.judges.base import Judge
-from guardrail.schema import AnswerReport
 from guardrail.settings import Settings
 from guardrail.verifier import Verifier
 

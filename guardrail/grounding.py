@@ -25,7 +25,7 @@ judge's verdicts become Vertex's scores:
   asserted, so nothing is ungrounded). **contradictionScore**: likewise with the highest
   contradiction probability per claim.
 
-One sentence is one claim (:func:`guardrail.extract.extract_claims`); sentences that assert
+One sentence is one claim (:func:`guardrail.core.extract.extract_claims`); sentences that assert
 nothing ("Here is what I found.") are returned with ``groundingCheckRequired: false`` and are not
 checked. Claim positions are UTF-8 byte offsets, end exclusive; a claim's span is the sentence
 without the whitespace around it.
@@ -52,11 +52,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from guardrail.extract import extract_claims
-from guardrail.guard import normalize_for_match
-from guardrail.passages import split_passages
+from guardrail.core.extract import extract_claims
+from guardrail.core.passages import split_passages
+from guardrail.core.quote_guard import normalize_for_match
+from guardrail.core.schema import Label, Reason, UrlVerdict
 from guardrail.retrieval import top_k
-from guardrail.schema import Label, Reason, UrlVerdict
 from guardrail.settings import ConfigurationError
 from guardrail.verifier import ClaimTask, Fact, Verifier, run_sync
 

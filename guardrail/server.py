@@ -3,7 +3,7 @@
 Routes (OpenAPI docs at ``/docs``):
 
 * ``GET /health`` - which judge, embedder and fetcher are in use and whether they are loaded.
-* ``POST /verify`` - one claim and the URLs it cites -> a :class:`~guardrail.schema.ClaimReport`.
+* ``POST /verify`` - one claim and the URLs it cites -> a :class:`~guardrail.core.schema.ClaimReport`.
 * ``POST /v1/check-grounding`` - Vertex AI's check-grounding request and response
   (:mod:`guardrail.grounding`); also at
   ``POST /v1/projects/{project}/locations/{location}/groundingConfigs/{config}:check`` (and the
@@ -50,6 +50,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from guardrail.core.policy import POLICY_PRESETS, GuardedAnswer, Policy, apply_policy
+from guardrail.core.schema import ClaimReport, JudgeRequest, JudgeVerdict
 from guardrail.fetch.base import Fetcher
 from guardrail.grounding import (
     CheckGroundingRequest,
@@ -59,8 +61,6 @@ from guardrail.grounding import (
     acheck_grounding_request,
 )
 from guardrail.judges.base import Judge
-from guardrail.policy import POLICY_PRESETS, GuardedAnswer, Policy, apply_policy
-from guardrail.schema import ClaimReport, JudgeRequest, JudgeVerdict
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.verifier import Verifier
 
@@ -125,7 +125,7 @@ class PolicySpec(BaseModel):
         return value
 
     def build(self) -> Policy:
-        """The :class:`~guardrail.policy.Policy` this spec names (ValueError for a bad action)."""
+        """The :class:`~guardrail.core.policy.Policy` this spec names (ValueError for a bad action)."""
         overrides = self.model_dump(exclude={"preset"}, exclude_none=True)
         return Policy.preset(self.preset, **overrides)
 

@@ -1,16 +1,16 @@
 """Guard an answer while it streams: verify each final sentence as soon as it is complete.
 
 :class:`AnswerStream` consumes the text chunks of an answer as a model writes them and yields
-guarded pieces in order. The answer is cut into pieces by :func:`guardrail.extract.stream_cut`;
+guarded pieces in order. The answer is cut into pieces by :func:`guardrail.core.extract.stream_cut`;
 each piece is verified on its own (``Verifier.averify_answer``, with one :class:`PageMemo` for the
 whole answer so a URL cited twice is fetched once) and the policy applied to it
-(:func:`guardrail.policy.apply_policy`). Verification of a piece runs as a task while later
+(:func:`guardrail.core.policy.apply_policy`). Verification of a piece runs as a task while later
 chunks keep arriving, so checking one sentence overlaps the writing of the next; pieces are still
 emitted strictly in order. A piece's pages are fetched as soon as it is released; with the
 in-process judge, judging is queued one piece at a time (see ``AnswerStream(concurrency=...)``).
 
 **What is held back, and until when.** A piece is released for verification only once its
-extraction cannot change (the rule of :func:`~guardrail.extract.stream_cut`):
+extraction cannot change (the rule of :func:`~guardrail.core.extract.stream_cut`):
 
 * a sentence is final once the next sentence has begun;
 * a sentence with a numbered marker (``[2]``) waits until the marker resolves: against the
@@ -33,7 +33,7 @@ check it; pass ``cite_unmarked=True``/``False`` for identical results.
 **Blocking.** When a piece's verdicts call for ``block``, text already emitted cannot be unsent:
 the stream stops, and its last piece is the policy's ``block_message`` (after a blank line when
 text was emitted before it). With ``policy.raise_on_block`` the stream raises
-:class:`~guardrail.policy.CitationBlocked` instead, carrying :meth:`AnswerStream.report`.
+:class:`~guardrail.core.policy.CitationBlocked` instead, carrying :meth:`AnswerStream.report`.
 
 Sync code can use :func:`iterate_sync` (drive an async iterator from a worker thread) and
 :func:`aiter_from_sync` (feed a blocking iterator into async code).
@@ -51,10 +51,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from guardrail.aggregate import aggregate
-from guardrail.extract import extract_claims, stream_cut
-from guardrail.policy import CitationBlocked, GuardedAnswer, OutputFormat, Policy, apply_policy
-from guardrail.schema import AnswerClaim, AnswerReport, Label, Reference, SourceInfo
+from guardrail.core.aggregate import aggregate
+from guardrail.core.extract import extract_claims, stream_cut
+from guardrail.core.policy import CitationBlocked, GuardedAnswer, OutputFormat, Policy, apply_policy
+from guardrail.core.schema import AnswerClaim, AnswerReport, Label, Reference, SourceInfo
 from guardrail.verifier import PageMemo, Verifier
 
 __all__ = ["AnswerStream", "StreamPiece", "aiter_from_sync", "iterate_sync", "merge_reports"]

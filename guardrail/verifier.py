@@ -12,15 +12,12 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from guardrail.aggregate import aggregate, aggregate_text
-from guardrail.extract import extract_claims
-from guardrail.fetch.base import Fetcher
-from guardrail.fetch.interpret import interpret
-from guardrail.guard import apply_quote_guard
-from guardrail.judges.base import Judge
-from guardrail.passages import split_passages
-from guardrail.retrieval import Embedder, shared_embedder, top_k
-from guardrail.schema import (
+from guardrail.core.aggregate import aggregate, aggregate_text
+from guardrail.core.extract import extract_claims
+from guardrail.core.interpret import interpret
+from guardrail.core.passages import split_passages
+from guardrail.core.quote_guard import apply_quote_guard
+from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
     CitationRef,
@@ -33,6 +30,9 @@ from guardrail.schema import (
     TextReport,
     UrlVerdict,
 )
+from guardrail.fetch.base import Fetcher
+from guardrail.judges.base import Judge
+from guardrail.retrieval import Embedder, shared_embedder, top_k
 from guardrail.settings import ConfigurationError, Settings
 
 log = logging.getLogger("guardrail")
@@ -82,7 +82,7 @@ Evidence = str | Fact
 @dataclass(frozen=True)
 class ClaimTask:
     """One claim and the evidence it cites, as the verifier's unit of work (``settle_at``: see
-    :attr:`JudgeRequest.settle_at <guardrail.schema.JudgeRequest.settle_at>`)."""
+    :attr:`JudgeRequest.settle_at <guardrail.core.schema.JudgeRequest.settle_at>`)."""
 
     claim: str
     evidence: Sequence[Evidence]
@@ -203,7 +203,7 @@ class Verifier:
         url_key: str | None = None,
         cite_unmarked: bool | None = None,
     ) -> AnswerReport:
-        """Verify a whole answer: extract its claims and citations (:func:`guardrail.extract.extract_claims`),
+        """Verify a whole answer: extract its claims and citations (:func:`guardrail.core.extract.extract_claims`),
         fetch every unique URL once, judge all claims together, and report.
 
         Each checked claim gets one verdict per citation, in order (an unresolvable marker gets
@@ -322,10 +322,10 @@ class Verifier:
         """Whether each source still supports a text written from it (a retrieved chunk and the
         page it was indexed from): one :class:`TextReport` per ``(text, url_or_fact)``, in order.
 
-        The text's sentences that assert something (as :func:`guardrail.extract.extract_claims`
+        The text's sentences that assert something (as :func:`guardrail.core.extract.extract_claims`
         finds them; when none does, every sentence with letters) are checked as claims against the
         source - at most ``max_sentences`` of them, spread evenly over the text - and combined by
-        :func:`guardrail.aggregate.aggregate_text`. All items are checked together: every unique
+        :func:`guardrail.core.aggregate.aggregate_text`. All items are checked together: every unique
         URL fetched once, one judge call. A text with nothing to check gets ``not_found`` /
         ``nothing_to_check`` and its source is not fetched.
         """

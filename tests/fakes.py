@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from guardrail import Verifier
+from guardrail.core.schema import FetchedPage, JudgeRequest, JudgeVerdict
 from guardrail.judges.base import Judge
 from guardrail.judges.retry import RetryPolicy
-from guardrail.schema import FetchedPage, JudgeRequest, JudgeVerdict
 
 _WORD = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

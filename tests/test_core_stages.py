@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from guardrail.aggregate import aggregate
-from guardrail.guard import apply_quote_guard, normalize_for_match, quote_in_passages
-from guardrail.passages import split_passages
-from guardrail.schema import JudgeVerdict, Label
+from guardrail.core.aggregate import aggregate
+from guardrail.core.passages import split_passages
+from guardrail.core.quote_guard import apply_quote_guard, normalize_for_match, quote_in_passages
+from guardrail.core.schema import JudgeVerdict, Label
 from guardrail.settings import ConfigurationError, Settings
 
 L = Label

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
+from guardrail.core.interpret import interpret
+from guardrail.core.schema import FetchedPage, Label, Reason
 from guardrail.fetch import fetcher_from_settings
 from guardrail.fetch.crawlbase import CrawlbaseError, CrawlbaseFetcher, read_stored, redact
-from guardrail.fetch.interpret import interpret
-from guardrail.schema import FetchedPage, Label, Reason
 from guardrail.settings import ConfigurationError, Settings
 from tests.fixtures.crawlbase_server import JS_TOKEN, NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 

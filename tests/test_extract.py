@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from guardrail import extract_claims, needs_grounding, normalize_sources, stream_cut
-from guardrail.extract import ExtractedAnswer
-from guardrail.schema import AnswerClaim, CitationRef
+from guardrail.core.extract import ExtractedAnswer
+from guardrail.core.schema import AnswerClaim, CitationRef
 from tests.fakes import LCDocument, LINode, LINodeWithScore
 
 

@@ -13,11 +13,11 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from guardrail.core.interpret import interpret
+from guardrail.core.schema import FetchedPage, Label, Reason, VerdictKind, verdict_kind
 from guardrail.fetch.direct import DirectFetcher
-from guardrail.fetch.interpret import interpret
 from guardrail.fetch.ssrf import Resolver
 from guardrail.retry import RetryPolicy
-from guardrail.schema import FetchedPage, Label, Reason, VerdictKind, verdict_kind
 from tests.fixtures.pages import BOILING_PDF, article, default_routes
 from tests.fixtures.server import FixtureServer, Route
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from guardrail.core.interpret import SOFT_404_MAX_CHARS, interpret, non_whitespace_chars
+from guardrail.core.schema import REASON_DESCRIPTIONS, FetchedPage, Label, Reason
 from guardrail.fetch.convert import html_to_markdown
-from guardrail.fetch.interpret import SOFT_404_MAX_CHARS, interpret, non_whitespace_chars
-from guardrail.schema import REASON_DESCRIPTIONS, FetchedPage, Label, Reason
 from tests.fixtures import pages as fixture_pages
 
 ARTICLE = "\n\n".join(

@@ -8,11 +8,11 @@ import time
 import pytest
 
 from guardrail import Settings, Verifier
+from guardrail.core.schema import JudgeVerdict, Label
 from guardrail.judges import judge_from_settings
 from guardrail.judges.anthropic import AnthropicJudge
 from guardrail.judges.prompt import SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
-from guardrail.schema import JudgeVerdict, Label
 from guardrail.settings import ConfigurationError
 from tests.fakes import CLAIM, FAST, GOOD_URL, QUOTE, REQUEST, HashEmbedder, judge_error, static_pages
 from tests.fixtures.llm_server import (

@@ -12,11 +12,11 @@ import time
 import pytest
 
 from guardrail import Settings, Verifier
+from guardrail.core.schema import JudgeRequest, JudgeVerdict, Label
 from guardrail.judges import judge_from_settings
 from guardrail.judges.openai import RESPONSE_FORMAT, OpenAIJudge
 from guardrail.judges.prompt import SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
-from guardrail.schema import JudgeRequest, JudgeVerdict, Label
 from guardrail.settings import ConfigurationError
 from tests.fakes import (
     CLAIM,

@@ -436,7 +436,7 @@ def test_loads_and_judges_with_the_network_closed() -> None:
         socket.socket.connect_ex = refuse
         socket.create_connection = refuse
         from guardrail.judges.local import LocalJudge
-        from guardrail.schema import JudgeRequest
+        from guardrail.core.schema import JudgeRequest
         passage = "Titanic is a 1997 American film directed, written and produced by James Cameron."
         verdicts = LocalJudge().judge_sync(
             [JudgeRequest(claim="Titanic was directed by James Cameron.", passages=[passage])]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 import re
 import sys
-import tomllib
 from importlib import metadata
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = [ROOT / "guardrail", ROOT / "integrations"]

@@ -23,9 +23,9 @@ from guardrail import (
     extract_claims,
     stream_cut,
 )
-from guardrail.aggregate import aggregate
-from guardrail.policy import POLICY_PRESETS, render_badge
-from guardrail.schema import Reason
+from guardrail.core.aggregate import aggregate
+from guardrail.core.policy import POLICY_PRESETS, render_badge
+from guardrail.core.schema import Reason
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 A, B, D = "https://a.example/1", "https://b.example/2", "https://dead.example/3"

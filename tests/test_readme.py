@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from guardrail.schema import Reason
+from guardrail.core.schema import Reason
 from guardrail.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,4 +36,3 @@ def test_readme_opens_with_install_and_test_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     # CI runs the README's own lines, read from it, never a copy that could drift.
     assert "README.md" in ci and install not in ci and "-m pytest" not in ci
-

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from guardrail.core.interpret import interpret
+from guardrail.core.schema import Label, Reason
 from guardrail.fetch.direct import DirectFetcher
-from guardrail.fetch.interpret import interpret
 from guardrail.fetch.ssrf import SsrfPolicy, UrlRefused, blocked_category, parse_ipv4_literal
-from guardrail.schema import Label, Reason
 from guardrail.settings import Settings
 from tests.fixtures.server import FixtureServer, Route
 

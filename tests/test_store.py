@@ -347,7 +347,7 @@ def test_concurrent_writers_in_threads(tmp_path: Path) -> None:
 
 _WRITER = r"""
 import os, sys, time
-from guardrail.schema import FetchedPage, Label, UrlVerdict
+from guardrail.core.schema import FetchedPage, Label, UrlVerdict
 from guardrail.store import AuditStore, PageCache
 from guardrail.verifier import DecisionRecord
 

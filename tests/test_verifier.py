@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from guardrail import ClaimTask, Fact, FetchedPage, JudgeVerdict, Label, PageMemo, VerdictKind, Verifier
-from guardrail.schema import JudgeRequest
+from guardrail.core.schema import JudgeRequest
 from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge, StaticFetcher
 
 FILLER = " ".join(["Chemistry teachers repeat this fact in every introductory lesson."] * 18)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from guardrail import Fact, Label, Verifier
-from guardrail.aggregate import aggregate_text
+from guardrail.core.aggregate import aggregate_text
 from tests.fakes import OverlapJudge, fixture_verifier
 from tests.fixtures.server import FixtureServer, counting
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from guardrail.schema import Reason
+from guardrail.core.schema import Reason
 
 log = logging.getLogger("guardrail.fetch")
 

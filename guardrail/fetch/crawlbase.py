@@ -48,12 +48,12 @@ from urllib.parse import unquote
 import httpx
 from pydantic import SecretStr
 
+from guardrail.core.interpret import non_whitespace_chars
+from guardrail.core.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.fetch._http import DEFAULT_USER_AGENT, BodyTooLarge, read_capped
 from guardrail.fetch.convert import HTML_TYPES, convert, decode_body, media_type
-from guardrail.fetch.interpret import non_whitespace_chars
 from guardrail.fetch.ssrf import SsrfPolicy, UrlRefused
 from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
-from guardrail.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.settings import ConfigurationError, Settings
 
 log = logging.getLogger("guardrail.fetch.crawlbase")

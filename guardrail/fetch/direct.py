@@ -18,7 +18,7 @@ How a URL is fetched:
 5. The body becomes markdown (:func:`guardrail.fetch.convert.convert`) in a worker thread.
 
 Nothing raises out of :meth:`DirectFetcher.fetch_all` for one page: every failure is a
-``FetchedPage`` with ``reason`` set, interpreted later by :func:`guardrail.fetch.interpret.interpret`.
+``FetchedPage`` with ``reason`` set, interpreted later by :func:`guardrail.core.interpret.interpret`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from guardrail.core.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.fetch._http import (
     DEFAULT_ACCEPT,
     DEFAULT_ACCEPT_LANGUAGE,
@@ -44,7 +45,6 @@ from guardrail.fetch._http import (
 from guardrail.fetch.convert import SUPPORTED_TYPES, Converter, convert, media_type
 from guardrail.fetch.ssrf import Resolver, SsrfPolicy, Target, UrlRefused
 from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
-from guardrail.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail.fetch")

@@ -12,8 +12,8 @@ import asyncio
 import weakref
 from collections.abc import Sequence
 
+from guardrail.core.schema import FetchedPage, Reason
 from guardrail.fetch.base import Fetcher
-from guardrail.schema import FetchedPage, Reason
 
 
 class _OwnerFailed(Exception):

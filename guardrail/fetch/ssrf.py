@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from guardrail.schema import Reason
+from guardrail.core.schema import Reason
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[str]]]

@@ -7,6 +7,7 @@ from typing import Any
 import anthropic
 from pydantic import SecretStr
 
+from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.judges.api import ApiJudge, sdk_errors
 from guardrail.judges.prompt import (
     SYSTEM_PROMPT,
@@ -17,7 +18,6 @@ from guardrail.judges.prompt import (
     render_user_message,
 )
 from guardrail.judges.retry import RetryPolicy, TransientJudgeError
-from guardrail.schema import JudgeRequest, JudgeVerdict
 from guardrail.settings import ConfigurationError, Settings
 
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"

@@ -15,8 +15,8 @@ from typing import Generic, Protocol, TypeVar
 
 from pydantic import SecretStr
 
+from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.judges.retry import RetryPolicy, TransientJudgeError, error_for_status, judge_all
-from guardrail.schema import JudgeRequest, JudgeVerdict
 from guardrail.settings import ConfigurationError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from guardrail.schema import JudgeRequest, JudgeVerdict
+from guardrail.core.schema import JudgeRequest, JudgeVerdict
 
 
 @runtime_checkable

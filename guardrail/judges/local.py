@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.judges import checks
-from guardrail.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail.judges.local")

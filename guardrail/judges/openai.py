@@ -7,6 +7,7 @@ from typing import Any
 import openai
 from pydantic import SecretStr
 
+from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.judges.api import ApiJudge, sdk_errors
 from guardrail.judges.prompt import (
     SYSTEM_PROMPT,
@@ -16,7 +17,6 @@ from guardrail.judges.prompt import (
     render_user_message,
 )
 from guardrail.judges.retry import RetryPolicy, TransientJudgeError
-from guardrail.schema import JudgeRequest, JudgeVerdict
 from guardrail.settings import ConfigurationError, Settings
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"

@@ -2,7 +2,7 @@
 
 Shared by every LLM judge (OpenAI-compatible, Anthropic). The prompt is the first line of
 defence against prompt injection in cited pages: passages are fenced as untrusted data and
-any delimiter look-alike inside them is neutralised. The quote guard (``guardrail.guard``)
+any delimiter look-alike inside them is neutralised. The quote guard (``guardrail.core.quote_guard``)
 is the second line: whatever the model says, a verdict needs a quote that is in the passages.
 """
 
@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from guardrail.schema import JudgeLabel, JudgeRequest, JudgeVerdict
+from guardrail.core.schema import JudgeLabel, JudgeRequest, JudgeVerdict
 
 JUDGE_LABELS: tuple[JudgeLabel, ...] = ("supported", "contradicted", "not_found")
 

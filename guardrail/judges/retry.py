@@ -16,9 +16,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.judges.prompt import JudgeParseError
 from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
-from guardrail.schema import JudgeRequest, JudgeVerdict, Reason
 
 __all__ = [
     "AUTH_STATUS",

@@ -206,8 +206,8 @@ def pair_examples(data: Path, split: str = "train", contra_copies: int = 3, feve
 def attribution_examples(data: Path, split: str = "train") -> list[Example]:
     """AttributionBench: the claim against its most word-overlapping 200-word reference passage;
     attributable -> entailment, else neutral."""
+    from guardrail.core.passages import split_passages
     from guardrail.judges.datasets import read_attributionbench
-    from guardrail.passages import split_passages
 
     out: list[Example] = []
     for row in read_attributionbench(data, split):  # type: ignore[arg-type]
@@ -227,9 +227,9 @@ def synthetic_examples(data: Path, rng: random.Random, split: str = "train", per
     claim's evidence; one of the claim's details taken out of the evidence); and entailments (the
     evidence naming the claim's subject by a pronoun). Names swapped in come from the same page
     when it has other names (other evidence sentences of the claim for Climate-FEVER)."""
+    from guardrail.core.passages import split_passages
     from guardrail.judges import augment, checks
     from guardrail.judges.datasets import read_attributionbench, read_climate_fever, read_fever_symmetric, read_wice
-    from guardrail.passages import split_passages
 
     # (claim, evidence, names on the page but not in the evidence, origin)
     supported: list[tuple[str, str, list[str], str]] = []

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic import BaseModel, Field
 
-from guardrail.schema import FetchedPage, Label
+from guardrail.core.schema import FetchedPage, Label
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.store._sqlite import SQLiteFile, StoreError
 from guardrail.store.paths import default_audit_path, resolve_path

@@ -12,7 +12,7 @@ What is cached (see :func:`cache_class`):
 * ``never``: ``blocked_address`` and ``invalid_url``. They cost nothing to decide again, and the
   SSRF guard must be applied by the fetcher on every call, never remembered.
 
-Pages are stored as the :class:`~guardrail.schema.FetchedPage` JSON with the text zlib-compressed.
+Pages are stored as the :class:`~guardrail.core.schema.FetchedPage` JSON with the text zlib-compressed.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import Any, Literal
 
 from pydantic import SecretStr
 
+from guardrail.core.interpret import interpret
+from guardrail.core.schema import FetchedPage, Reason
 from guardrail.fetch.base import Fetcher
-from guardrail.fetch.interpret import interpret
-from guardrail.schema import FetchedPage, Reason
 from guardrail.settings import Settings
 from guardrail.store._sqlite import SQLiteFile, StoreError
 from guardrail.store.paths import default_cache_path, resolve_path

@@ -25,7 +25,7 @@ from langchain_core.runnables.utils import AddableDict
 from pydantic import ConfigDict, Field
 
 from guardrail import AnswerReport, AnswerStream, CitationBlocked, GuardedAnswer, PageMemo, Policy, Verifier
-from guardrail.policy import OutputFormat, apply_policy
+from guardrail.core.policy import OutputFormat, apply_policy
 from guardrail.streaming import StreamPiece, aiter_from_sync, iterate_sync
 from guardrail.verifier import run_sync
 

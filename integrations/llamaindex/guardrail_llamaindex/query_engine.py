@@ -19,7 +19,7 @@ from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from guardrail import AnswerReport, AnswerStream, GuardedAnswer, PageMemo, Policy, Verifier, apply_policy
-from guardrail.policy import OutputFormat
+from guardrail.core.policy import OutputFormat
 from guardrail.streaming import aiter_from_sync, iterate_sync
 from guardrail_llamaindex._nodes import Chunk, as_source
 

@@ -24,7 +24,7 @@ citations (``"[1][2]"`` after the full stop) joins the sentence before it.
 * numbered markers ``[1]``, ``[1, 3]`` (also ``;``), ranges ``[1-3]`` / ``[1–3]`` (expanded; at
   most 20 numbers), adjacent ``[1][2]``, caret forms ``^[1]`` and footnotes ``[^1]``/``[^note]``.
   Numbers have 1 to 3 digits (``[2019]`` is not a marker). A group such as ``[1, 3]`` gives one
-  :class:`~guardrail.schema.CitationRef` per number, all sharing the group's span.
+  :class:`~guardrail.core.schema.CitationRef` per number, all sharing the group's span.
 
 **Resolution of markers.** Against the answer's own references first: markdown definitions
 ``[1]: url "title"`` / ``[^1]: url`` anywhere, and a *reference section* at the end of the answer:
@@ -70,7 +70,7 @@ from linkify_it import LinkifyIt
 from pydantic import BaseModel, Field
 from sentencex import segment
 
-from guardrail.schema import AnswerClaim, CitationKind, CitationRef, Reference, SourceInfo
+from guardrail.core.schema import AnswerClaim, CitationKind, CitationRef, Reference, SourceInfo
 
 __all__ = [
     "NON_ASSERTIVE_PATTERNS",
@@ -1104,7 +1104,7 @@ def stream_cut(
     ``text[:cut]`` is a run of whole claims whose extraction cannot change when more text arrives,
     so a streaming guard can verify that chunk on its own
     (``await verifier.averify_answer(text[emitted:cut], sources, memo=memo)``), apply the policy to
-    it (:func:`guardrail.policy.apply_policy`), emit the result and carry on from ``cut``; the
+    it (:func:`guardrail.core.policy.apply_policy`), emit the result and carry on from ``cut``; the
     guarded chunks concatenate to the guarded answer. A claim is final when the next claim has
     begun (its sentence boundary is confirmed), every marker in it resolves against ``sources``
     (without sources, numbered markers wait for the reference list at the end, so such answers are

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from guardrail.schema import JudgeVerdict, Reason
+from guardrail.core.schema import JudgeVerdict, Reason
 
 _QUOTES = str.maketrans(
     {

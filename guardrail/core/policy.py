@@ -1,6 +1,6 @@
 """What to do with each verdict: keep, annotate, strip or block, and the badges annotate adds.
 
-:func:`apply_policy` turns an :class:`~guardrail.schema.AnswerReport` into a
+:func:`apply_policy` turns an :class:`~guardrail.core.schema.AnswerReport` into a
 :class:`GuardedAnswer`. It only ever edits at a citation's span, at the end of a claim, or at a
 reference-list entry, so the markdown around them (lists, tables, emphasis, code) is untouched;
 the report's byte offsets keep referring to the original answer.
@@ -25,7 +25,7 @@ A marker at a paragraph's end also covers the sentences before it (``inherited``
 is removed only when every sentence's verdict for it says strip; its badge follows the sentence
 that carries it, and a covered sentence whose verdict differs gets its own badge at its end.
 
-Streaming: :func:`guardrail.extract.stream_cut` says which prefix of a growing answer is final;
+Streaming: :func:`guardrail.core.extract.stream_cut` says which prefix of a growing answer is final;
 verify that chunk alone (``Verifier.averify_answer(chunk, sources, memo=memo)``) and pass its
 report here. Every edit stays inside the chunk, so guarded chunks concatenate to the guarded
 answer; stop the stream at the first chunk whose result is ``blocked``.
@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from guardrail.schema import AnswerClaim, AnswerReport, CitationRef, Label, UrlVerdict, VerdictKind, overall_kind
+from guardrail.core.schema import AnswerClaim, AnswerReport, CitationRef, Label, UrlVerdict, VerdictKind, overall_kind
 
 __all__ = [
     "POLICY_PRESETS",
@@ -118,7 +118,7 @@ class Badges(BaseModel):
         return str(getattr(self, label.value))
 
     def for_kind(self, kind: VerdictKind) -> str:
-        """The badge text for a :class:`~guardrail.schema.VerdictKind`."""
+        """The badge text for a :class:`~guardrail.core.schema.VerdictKind`."""
         return str(getattr(self, _policy_field(kind)))
 
 

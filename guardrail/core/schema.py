@@ -171,7 +171,7 @@ class FetchedPage(BaseModel):
 
     ``reason`` is set only for transport-level outcomes the fetcher itself decided
     (timeout, blocked address, too large, unsupported content type...). Whether a
-    page with text is usable evidence is decided by ``guardrail.fetch.interpret``.
+    page with text is usable evidence is decided by ``guardrail.core.interpret``.
     """
 
     model_config = ConfigDict(frozen=True)

@@ -1,6 +1,6 @@
 """The one interpretation of a fetched page, shared by every fetcher.
 
-A fetcher reports what it saw (:class:`~guardrail.schema.FetchedPage`); this module
+A fetcher reports what it saw (:class:`~guardrail.core.schema.FetchedPage`); this module
 decides whether that is evidence worth judging, or a verdict already:
 
 =========================================================  ==============  ==========================
@@ -24,7 +24,7 @@ anything else                                              usable (sent to the j
 =========================================================  ==============  ==========================
 
 Whether an ``unreachable`` page is gone (a dead link) or could not be checked now is read off its
-reason by :func:`guardrail.schema.verdict_kind`.
+reason by :func:`guardrail.core.schema.verdict_kind`.
 
 "Short" means both few non-whitespace characters of readable text (under 800 for a soft
 404, 1500 for a bot wall) and few full sentences (at most five of eight words or more):
@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from guardrail.schema import FetchedPage, Label, PageAssessment, Reason, http_reason
+from guardrail.core.schema import FetchedPage, Label, PageAssessment, Reason, http_reason
 
 SOFT_404_MAX_CHARS = 800
 """A page saying "not found" with fewer non-whitespace characters than this is a soft 404."""

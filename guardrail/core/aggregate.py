@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from guardrail.schema import Label
+from guardrail.core.schema import Label
 
 
 def aggregate(labels: Iterable[Label]) -> Label:
