@@ -7,7 +7,7 @@ The same fake chain runs with and without the guard at its end,
 
 over answers of 1, 5 and 20 cited sentences (each cites one of ten ~1,000-word article pages
 served on 127.0.0.1: six passages each, so retrieval picks the top 3). Pages are warm: the
-verifier's fetcher is a CachedFetcher over a SQLite page cache filled by a warm-up pass (as a
+verifier's fetcher is a FetchOnce over a SQLite page cache filled by a warm-up pass (as a
 service with GUARDRAIL_CACHE runs), so no page is downloaded while measuring, and the embedder is
 the default's cache over MiniLM, so a page's passages were embedded once, in the warm-up. Every
 answer is new: each claim is a wording of a page's fact not used before in the run (``ClaimWriter``),
@@ -55,9 +55,10 @@ from langchain_core.output_parsers import StrOutputParser
 
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier
 from guardrail.demo import LoopbackSite, Route, article, site_fetcher
+from guardrail.fetch.once import FetchOnce
 from guardrail.judges.local import LocalJudge
 from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder, offline_minilm_path
-from guardrail.store.cache import CachedFetcher, PageCache
+from guardrail.store.cache import PageCache
 from guardrail_langchain import CitationGuard
 
 SIZES = (1, 5, 20)
@@ -391,7 +392,7 @@ def main() -> None:
         for i, (html, _) in enumerate(pages):
             site.routes[f"/river-{i}"] = Route(body=html)
         settings = Settings.from_env().model_copy(update={"cache_path": None, "audit_path": None})
-        fetcher = CachedFetcher(site_fetcher(site, settings), PageCache(tmp / "pages.sqlite"))
+        fetcher = FetchOnce(site_fetcher(site, settings), store=PageCache(tmp / "pages.sqlite"))
         raw_judge, judge_desc = pick_judge(args, tmp)
         judge = TimedJudge(raw_judge) if raw_judge is not None else None
         # As Verifier's default (guardrail.retrieval.shared_embedder): MiniLM behind an LRU of vectors,

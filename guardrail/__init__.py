@@ -36,6 +36,7 @@ from guardrail.core.schema import (
     UrlVerdict,
     VerdictKind,
 )
+from guardrail.fetch.once import FetchOnce, PageMemo
 from guardrail.grounding import (
     CheckGroundingRequest,
     CheckGroundingResponse,
@@ -46,9 +47,10 @@ from guardrail.grounding import (
     acheck_grounding,
     check_grounding,
 )
+from guardrail.runtime import Runtime, build_runtime, build_verifier
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.streaming import AnswerStream, StreamPiece, merge_reports
-from guardrail.verifier import ClaimTask, Fact, PageMemo, Verifier
+from guardrail.verifier import ClaimTask, Fact, Verifier
 
 __all__ = [
     "Action",
@@ -66,6 +68,7 @@ __all__ = [
     "ConfigurationError",
     "ExtractedAnswer",
     "Fact",
+    "FetchOnce",
     "FetchedPage",
     "GroundingFact",
     "GroundingJudgeError",
@@ -79,6 +82,7 @@ __all__ = [
     "Policy",
     "Reason",
     "Reference",
+    "Runtime",
     "Settings",
     "Source",
     "SourceInfo",
@@ -89,6 +93,8 @@ __all__ = [
     "Verifier",
     "acheck_grounding",
     "apply_policy",
+    "build_runtime",
+    "build_verifier",
     "check_grounding",
     "extract_claims",
     "merge_reports",

@@ -724,16 +724,13 @@ def run_batch_cli(
     from rich.table import Table
 
     from guardrail.cli import warn_if_no_judge
-    from guardrail.cli_audit import open_stores
-    from guardrail.fetch import fetcher_from_settings
-    from guardrail.fetch.shared import SingleFlightFetcher
-    from guardrail.verifier import Verifier, run_sync
+    from guardrail.cli_audit import open_run
+    from guardrail.verifier import run_sync
 
     read_rows(input_path)  # bad input is reported before any store is opened
-    stores = open_stores(settings, cache=cache, audit=audit)
+    run = open_run(settings, cache=cache, audit=audit)
     try:
-        inner = stores.fetcher(settings) or fetcher_from_settings(settings)
-        verifier = Verifier(settings=settings, fetcher=SingleFlightFetcher(inner), recorders=stores.recorders())
+        verifier = run.verifier
         warn_if_no_judge(verifier, err_console)
         counts = {"supported": 0, "citations": 0, "failed": 0}
         with Progress(
@@ -773,7 +770,7 @@ def run_batch_cli(
                 )
             )
     finally:
-        stores.close()
+        run.close()
     summary = outcome.summary
     for line in summary.lines():
         console.print(line, markup=False, highlight=False)

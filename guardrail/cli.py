@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from guardrail.cli_audit import EXIT_BAD_INPUT, LABEL_STYLE, audit_app, open_stores, replay_command
+from guardrail.cli_audit import EXIT_BAD_INPUT, LABEL_STYLE, audit_app, open_run, replay_command
 from guardrail.cli_console import ui
 from guardrail.core.schema import AnswerReport, ClaimReport, Label, UrlVerdict
 from guardrail.settings import ConfigurationError, Settings
@@ -150,27 +150,25 @@ def verify(
     ] = True,
 ) -> None:
     """Verify one claim against the URLs it cites (exit 0 whatever the verdict, 2 on bad input)."""
-    from guardrail.verifier import Verifier
 
     if not claim.strip():
         raise bad_input("--claim must not be empty")
     if not urls:
         raise bad_input("give at least one URL")
     settings = load_settings(allow_private_hosts)
-    stores = open_stores(settings, cache=cache, audit=audit)
+    run = open_run(settings, cache=cache, audit=audit)
     try:
-        verifier = Verifier(settings=settings, fetcher=stores.fetcher(settings), recorders=stores.recorders())
-        warn_if_no_judge(verifier)
-        report = verifier.verify(claim, urls)
+        warn_if_no_judge(run.verifier)
+        report = run.verifier.verify(claim, urls)
     except (ConfigurationError, ValueError) as exc:
         raise bad_input(str(exc)) from None
     finally:
-        stores.close()
+        run.close()
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
         render_claim_report(report, ui.out)
-        stores.hint()
+        run.hint()
 
 
 EXIT_BLOCKED = 1
@@ -269,22 +267,20 @@ def check(
     3 when a citation could not be checked because of a failure of our own (internal_error).
     """
     from guardrail.core.policy import GuardedAnswer, Policy, apply_policy
-    from guardrail.verifier import Verifier
 
     answer = sys.stdin.read() if answer_file == "-" else read_input_file(answer_file, "answer file")
     if not answer.strip():
         raise bad_input("the answer is empty")
     sources = load_sources_file(sources_file) if sources_file is not None else None
     settings = load_settings(allow_private_hosts)
-    stores = open_stores(settings, cache=cache, audit=audit)
+    run = open_run(settings, cache=cache, audit=audit)
     try:
-        verifier = Verifier(settings=settings, fetcher=stores.fetcher(settings), recorders=stores.recorders())
-        warn_if_no_judge(verifier)
-        report = verifier.verify_answer(answer, sources)
+        warn_if_no_judge(run.verifier)
+        report = run.verifier.verify_answer(answer, sources)
     except (ConfigurationError, ValueError, TypeError) as exc:
         raise bad_input(str(exc)) from None
     finally:
-        stores.close()
+        run.close()
     guarded: GuardedAnswer = apply_policy(
         report, Policy.preset(policy.value), "html" if fmt == CheckFormat.html else "markdown"
     )
@@ -294,7 +290,7 @@ def check(
         sys.stdout.write(guarded.text if guarded.text.endswith("\n") else guarded.text + "\n")
         counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "no citations"
         ui.err.print(f"overall: {_label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
-        stores.hint()
+        run.hint()
     fail_on_internal_errors(report)
     if guarded.blocked:
         raise typer.Exit(EXIT_BLOCKED)

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import Annotated, cast
 
 import typer
 from rich.panel import Panel
@@ -32,23 +32,18 @@ from rich.text import Text
 
 from guardrail.cli_console import ui
 from guardrail.core.schema import Label
-from guardrail.fetch.base import Fetcher
+from guardrail.runtime import Runtime, build_runtime
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.store import (
     AuditRecord,
     AuditStore,
-    CachedFetcher,
     ExportFormat,
-    PageCache,
     Replay,
     StoreError,
     default_audit_path,
-    default_cache_path,
     resolve_path,
 )
-
-if TYPE_CHECKING:
-    from guardrail.verifier import DecisionRecord, Recorder
+from guardrail.verifier import Verifier
 
 EXIT_BAD_INPUT = 2
 
@@ -93,77 +88,51 @@ def _settings() -> Settings:
         raise _bad_input(str(exc)) from None
 
 
-# -- stores for ``guardrail verify`` -----------------------------------------------------------
+# -- the verifier of ``guardrail verify``, ``check`` and ``batch`` -------------------------------
 
 
 @dataclass
-class CliStores:
-    """The page cache and audit store one CLI run uses, and the audit ids it recorded."""
+class CliRun:
+    """The verifier one CLI run uses (from :func:`guardrail.runtime.build_runtime`), its stores,
+    and the audit ids it recorded."""
 
-    cache: PageCache | None = None
-    audit: AuditStore | None = None
+    runtime: Runtime
     audit_ids: list[int] = field(default_factory=list)
 
-    def fetcher(self, settings: Settings) -> Fetcher | None:
-        """The settings' fetcher behind the cache; None (the verifier's default) without a cache."""
-        return CachedFetcher.from_settings(settings, self.cache) if self.cache is not None else None
-
-    def recorders(self) -> list[Recorder]:
-        """Verifier recorders: the audit store, remembering each row id for the closing hint."""
-        audit = self.audit
-        if audit is None:
-            return []
-
-        def record(decision: DecisionRecord) -> None:
-            self.audit_ids.append(audit.record(decision))
-
-        return [record]
+    @property
+    def verifier(self) -> Verifier:
+        """The run's verifier."""
+        return self.runtime.verifier
 
     def hint(self) -> None:
         """Tell the user where the decisions went and how to replay them (on stderr)."""
-        if self.audit is None or not self.audit_ids:
+        audit = self.runtime.audit
+        if audit is None or not self.audit_ids:
             return
         ids = ", ".join(str(i) for i in self.audit_ids)
         ui.err.print(
-            Text(f"audit: recorded as {ids} in {self.audit.path}; see `guardrail replay {self.audit_ids[0]}`"),
+            Text(f"audit: recorded as {ids} in {audit.path}; see `guardrail replay {self.audit_ids[0]}`"),
             style="dim",
         )
 
     def close(self) -> None:
-        """Close both stores."""
-        for store in (self.cache, self.audit):
-            if store is not None:
-                store.close()
+        """Close the stores."""
+        self.runtime.close()
 
 
-def open_stores(settings: Settings, *, cache: bool, audit: bool) -> CliStores:
-    """The stores ``guardrail verify`` uses: on by default in the user cache folder, off with the
-    flags or ``GUARDRAIL_CACHE=off`` / ``GUARDRAIL_AUDIT_DB=off``.
+def open_run(settings: Settings, *, cache: bool, audit: bool) -> CliRun:
+    """The verifier of a CLI run: page cache and audit store on by default in the user cache
+    folder, off with the flags or ``GUARDRAIL_CACHE=off`` / ``GUARDRAIL_AUDIT_DB=off``.
 
-    An unusable cache is skipped with a warning (it only saves time); an unusable audit
-    store is an input error naming the file, since the user asked for a record.
+    An unusable cache is skipped with a warning (it only saves time); an unusable audit store
+    is an input error naming the file, since the user asked for a record.
     """
-    stores = CliStores()
-    if cache:
-        path = resolve_path(settings.cache_path, default_cache_path())
-        if path is not None:
-            candidate = PageCache(path, ttl=settings.cache_ttl)
-            try:
-                len(candidate)  # opens the file and checks its schema now, not mid-run
-                stores.cache = candidate
-            except (StoreError, OSError) as exc:
-                ui.err.print(Text(f"warning: page cache not used: {exc}"), style="yellow")
-    if audit:
-        path = resolve_path(settings.audit_path, default_audit_path())
-        if path is not None:
-            store = AuditStore(path)
-            try:
-                store.count()
-            except (StoreError, OSError) as exc:
-                stores.close()
-                raise _bad_input(f"{exc} (pass --no-audit, or set GUARDRAIL_AUDIT_DB to another file)") from None
-            stores.audit = store
-    return stores
+    ids: list[int] = []
+    try:
+        runtime = build_runtime(settings, cache=cache, audit=audit, on_audit=ids.append)
+    except StoreError as exc:
+        raise _bad_input(f"{exc} (pass --no-audit, or set GUARDRAIL_AUDIT_DB to another file)") from None
+    return CliRun(runtime, ids)
 
 
 # -- reading the audit store -------------------------------------------------------------------

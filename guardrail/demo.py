@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from guardrail.core.schema import AnswerReport
 from guardrail.judges.base import Judge
+from guardrail.runtime import build_verifier
 from guardrail.settings import Settings
 from guardrail.verifier import Verifier
 
@@ -221,12 +222,13 @@ def site_fetcher(site: LoopbackSite, settings: Settings) -> DirectFetcher:
 
 
 def demo_verifier(site: LoopbackSite, settings: Settings | None = None) -> Verifier:
-    """A Verifier for answers citing ``site``: its fetcher is :func:`site_fetcher`; the embedder and
-    judge come from ``settings`` (default: the environment), so the judge is the embedded one
-    unless GUARDRAIL_JUDGE names another, and None when neither is available."""
+    """A Verifier for answers citing ``site`` (:func:`guardrail.runtime.build_verifier` with no
+    stores and :func:`site_fetcher`); the embedder and judge come from ``settings`` (default: the
+    environment), so the judge is the embedded one unless GUARDRAIL_JUDGE names another, and None
+    when neither is available."""
     if settings is None:
         settings = Settings.from_env()
-    return Verifier(settings=settings, fetcher=site_fetcher(site, settings))
+    return build_verifier(settings, cache=False, audit=False, fetcher=site_fetcher(site, settings))
 
 
 def describe_judge(judge: Judge | None) -> str:

@@ -38,9 +38,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-import weakref
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -51,7 +49,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from guardrail.core.policy import POLICY_PRESETS, GuardedAnswer, Policy, apply_policy
-from guardrail.core.schema import ClaimReport, JudgeRequest, JudgeVerdict
+from guardrail.core.schema import ClaimReport, JudgeRequest
 from guardrail.fetch.base import Fetcher
 from guardrail.grounding import (
     CheckGroundingRequest,
@@ -60,7 +58,7 @@ from guardrail.grounding import (
     GroundingLimitError,
     acheck_grounding_request,
 )
-from guardrail.judges.base import Judge
+from guardrail.runtime import build_runtime
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.verifier import Verifier
 
@@ -278,83 +276,6 @@ class _Gate:
 # -- judging across requests -----------------------------------------------------------------
 
 
-class BatchingJudge:
-    """A :class:`~guardrail.judges.base.Judge` that runs one inner ``judge()`` call at a time and
-    hands it every request that arrived meanwhile, from all concurrent HTTP requests together.
-
-    The embedded judge already uses every core for one call; several calls at once only fight
-    over the cores (and pad separately), while one larger call keeps the batches full. A lone
-    request is judged at once, with no added wait. One inner call takes at most ``max_requests``
-    requests (about 400 pairs for the embedded judge), so that the first callers of a burst are
-    answered before the last are judged. Other attributes (``load``...) are the inner judge's.
-    """
-
-    def __init__(self, inner: Judge, *, max_requests: int = 32) -> None:
-        if max_requests < 1:
-            raise ValueError("max_requests must be at least 1")
-        self.inner = inner
-        self.name: str = inner.name
-        self.model: str = inner.model
-        self.max_requests = max_requests
-        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _JudgeQueue] = weakref.WeakKeyDictionary()
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":  # not set yet (copy, unpickling): never recurse
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def __repr__(self) -> str:
-        return f"BatchingJudge({self.inner!r})"
-
-    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        """Queue ``requests`` for the next inner call and wait for their verdicts, in order."""
-        if not requests:
-            return []
-        loop = asyncio.get_running_loop()
-        queue = self._queues.get(loop)
-        if queue is None:
-            queue = self._queues[loop] = _JudgeQueue()
-        future: asyncio.Future[list[JudgeVerdict]] = loop.create_future()
-        queue.pending.append((list(requests), future))
-        if queue.worker is None or queue.worker.done():
-            queue.worker = loop.create_task(self._drain(queue))
-        return await future
-
-    async def _drain(self, queue: _JudgeQueue) -> None:
-        while queue.pending:
-            batch: list[tuple[list[JudgeRequest], asyncio.Future[list[JudgeVerdict]]]] = []
-            size = 0
-            while queue.pending and (not batch or size + len(queue.pending[0][0]) <= self.max_requests):
-                item = queue.pending.popleft()
-                if item[1].done():  # its caller went away
-                    continue
-                batch.append(item)
-                size += len(item[0])
-            if not batch:
-                continue
-            flat = [r for requests, _ in batch for r in requests]
-            try:
-                verdicts = await self.inner.judge(flat)
-                if len(verdicts) != len(flat):
-                    raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(flat)} requests")
-            except Exception as exc:
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            start = 0
-            for requests, future in batch:
-                if not future.done():
-                    future.set_result(verdicts[start : start + len(requests)])
-                start += len(requests)
-
-
-@dataclass
-class _JudgeQueue:
-    pending: deque[tuple[list[JudgeRequest], asyncio.Future[list[JudgeVerdict]]]] = field(default_factory=deque)
-    worker: asyncio.Task[None] | None = None
-
-
 # -- the service state ------------------------------------------------------------------------
 
 
@@ -397,10 +318,9 @@ class ServiceState:
         except Exception as exc:  # reported by /health; requests that need it will fail too
             self.warm_errors["embedder"] = f"{type(exc).__name__}: {exc}"
             log.exception("embedder failed to load")
-        load = getattr(judge, "load", None)
-        if judge is not None and callable(load):
+        if judge is not None and judge.cpu_bound:  # a remote model has nothing to load here
             try:
-                await asyncio.to_thread(load)
+                await asyncio.to_thread(judge.load)
                 await judge.judge([JudgeRequest(claim="Water boils.", passages=["Water boils at 100 degrees."])])
                 self.judge_loaded = True
             except Exception as exc:
@@ -425,9 +345,9 @@ class ServiceState:
         if verifier is None:
             judge_h.error = fetch_h.error = self.config_error
             return Health(status="unavailable", judge=judge_h, embedder=embed_h, fetcher=fetch_h, auth=self._auth())
-        fetch_h.name, fetch_h.ready = getattr(verifier.fetcher, "name", None), True
+        fetch_h.name, fetch_h.ready = verifier.fetcher.name, True
         fetch_h.ssrf_guard = not verifier.settings.allow_private_hosts
-        embed_h.name = getattr(verifier.embedder, "name", None)
+        embed_h.name = verifier.embedder.name
         embed_h.loaded = self.embedder_loaded
         embed_h.ready = "embedder" not in self.warm_errors
         embed_h.error = self.warm_errors.get("embedder")
@@ -470,31 +390,11 @@ def _build_state(
     settings = settings or Settings.from_env()
     state = ServiceState(settings=settings, verifier=None, warm=warm)
     try:
-        from guardrail.fetch import fetcher_from_settings
-        from guardrail.fetch.shared import SingleFlightFetcher
-        from guardrail.judges import judge_from_settings
-        from guardrail.store import AuditStore, CachedFetcher, PageCache
-        from guardrail.verifier import Recorder
-
-        inner = fetcher if fetcher is not None else fetcher_from_settings(settings)
-        cache = PageCache.from_settings(settings, use_default_path=True)
-        if cache is not None:
-            state.cache_path = str(cache.path)
-            state._closers.append(cache.close)
-            inner = CachedFetcher(inner, cache)
-        recorders: list[Recorder] = []
-        audit = AuditStore.from_settings(settings)
-        if audit is not None:
-            state.audit_path = str(audit.path)
-            state._closers.append(audit.close)
-            recorders.append(audit)
-        judge = judge_from_settings(settings)
-        state.verifier = Verifier(
-            settings=settings,
-            fetcher=SingleFlightFetcher(inner),
-            judge=BatchingJudge(judge) if judge is not None else None,
-            recorders=recorders,
-        )
+        runtime = build_runtime(settings, cache=True, batch_judge_calls=True, fetcher=fetcher)
+        state.verifier = runtime.verifier
+        state.cache_path = str(runtime.cache.path) if runtime.cache is not None else None
+        state.audit_path = str(runtime.audit.path) if runtime.audit is not None else None
+        state._closers.append(runtime.close)
     except ConfigurationError as exc:
         state.config_error = str(exc)
     return state
@@ -624,7 +524,6 @@ def app_from_env() -> FastAPI:
 
 
 __all__ = [
-    "BatchingJudge",
     "FetcherHealth",
     "GuardRequest",
     "Health",

@@ -244,7 +244,7 @@ def _default_concurrency(verifier: Verifier) -> int:
     """1 for an in-process judge (CPU-bound: judging pieces side by side is no faster, and the
     first sentence would wait for the others), else 0 (no limit: remote judges wait on I/O)."""
     judge = verifier.judge
-    return 1 if judge is not None and getattr(judge, "name", None) == "local" else 0
+    return 1 if judge is not None and judge.cpu_bound else 0
 
 
 def _block_text(emitted: str, message: str) -> str:

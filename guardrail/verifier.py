@@ -9,7 +9,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from guardrail.core.aggregate import aggregate, aggregate_text
@@ -30,10 +30,14 @@ from guardrail.core.schema import (
     TextReport,
     UrlVerdict,
 )
-from guardrail.fetch.base import Fetcher
+from guardrail.fetch import fetcher_from_settings
+from guardrail.fetch.base import Fetcher, PageStore
+from guardrail.fetch.once import FetchOnce, PageMemo
+from guardrail.judges import judge_from_settings
 from guardrail.judges.base import Judge
+from guardrail.judges.batching import BatchingJudge
 from guardrail.retrieval import Embedder, shared_embedder, top_k
-from guardrail.settings import ConfigurationError, Settings
+from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail")
 
@@ -106,30 +110,16 @@ class DecisionRecord:
 Recorder = Callable[[DecisionRecord], None]
 
 
-@dataclass
-class PageMemo:
-    """Pages already fetched (or being fetched) within one answer or batch: one fetch per URL."""
-
-    tasks: dict[str, asyncio.Future[FetchedPage]] = field(default_factory=dict)
-
-
-def _default_fetcher(settings: Settings) -> Fetcher:
-    from guardrail.fetch import fetcher_from_settings
-
-    return fetcher_from_settings(settings)
-
-
-def _default_judge(settings: Settings) -> Judge | None:
-    from guardrail.judges import judge_from_settings
-
-    return judge_from_settings(settings)
-
-
 class Verifier:
     """Checks claims against the pages they cite and returns evidence-backed verdicts.
 
-    Every stage can be swapped: pass a ``fetcher``, ``embedder`` or ``judge``;
-    anything left out is built from ``settings`` (default: the environment).
+    Every stage can be swapped: pass a ``fetcher``, ``embedder`` or ``judge``; anything left out
+    is built from ``settings`` (default: the environment), the judge lazily on first use. The
+    fetcher always sits behind one :class:`~guardrail.fetch.once.FetchOnce` (each page fetched
+    once per answer and per in-flight fetch; ``page_store`` keeps pages between calls).
+    ``batch_judge_calls`` queues concurrent judge calls into one (a service). Stores and other
+    resources handed to :meth:`on_close` are closed by :meth:`close`.
+    :func:`guardrail.runtime.build_verifier` is the usual way to build one with its stores.
     """
 
     def __init__(
@@ -142,6 +132,8 @@ class Verifier:
         allow_private_hosts: bool | None = None,
         top_k: int | None = None,
         recorders: Sequence[Recorder] = (),
+        page_store: PageStore | None = None,
+        batch_judge_calls: bool = False,
     ) -> None:
         settings = settings or Settings.from_env()
         if allow_private_hosts is not None:
@@ -151,19 +143,47 @@ class Verifier:
                 raise ValueError("top_k must be at least 1")
             settings = settings.model_copy(update={"top_k": top_k})
         self.settings = settings
-        self.fetcher: Fetcher = fetcher or _default_fetcher(settings)
+        inner = fetcher or fetcher_from_settings(settings)
+        if isinstance(inner, FetchOnce):
+            if page_store is not None:
+                raise ValueError("give the page store to the FetchOnce you pass, not to the Verifier too")
+            self.fetcher = inner
+        else:
+            self.fetcher = FetchOnce(inner, store=page_store)
         self.embedder: Embedder = embedder or shared_embedder()
-        self._judge = judge
+        self.batch_judge_calls = batch_judge_calls
+        self._judge = BatchingJudge(judge) if judge is not None and batch_judge_calls else judge
         self._judge_resolved = judge is not None
         self.recorders = list(recorders)
+        self._closers: list[Callable[[], None]] = []
 
     @property
     def judge(self) -> Judge | None:
         """The judge in use (built lazily from settings); None when none is available."""
         if not self._judge_resolved:
-            self._judge = _default_judge(self.settings)
+            judge = judge_from_settings(self.settings)
+            self._judge = BatchingJudge(judge) if judge is not None and self.batch_judge_calls else judge
             self._judge_resolved = True
         return self._judge
+
+    def on_close(self, close: Callable[[], None]) -> None:
+        """Have :meth:`close` call ``close`` (a store the verifier writes to)."""
+        self._closers.append(close)
+
+    def close(self) -> None:
+        """Close what was handed to :meth:`on_close`, each once, newest first; never raises."""
+        while self._closers:
+            close = self._closers.pop()
+            try:
+                close()
+            except Exception:
+                log.exception("closing a store of the verifier failed")
+
+    def __enter__(self) -> Verifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- public entry points -------------------------------------------------
 
@@ -420,38 +440,7 @@ class Verifier:
         return ClaimTask(claim=task.claim.strip(), evidence=list(dict.fromkeys(evidence)), settle_at=task.settle_at)
 
     async def _fetch(self, urls: Sequence[str], memo: PageMemo) -> dict[str, FetchedPage]:
-        """Each page once: URLs that differ only in a ``#fragment`` share one fetch (the fragment
-        never reaches the server); each keeps its own URL in its page and verdict."""
-        keys = {u: page_key(u) for u in urls}
-        pages = await self._fetch_keys(list(dict.fromkeys(keys.values())), memo)
-        return {u: pages[k] if k == u else pages[k].model_copy(update={"url": u}) for u, k in keys.items()}
-
-    async def _fetch_keys(self, urls: Sequence[str], memo: PageMemo) -> dict[str, FetchedPage]:
-        missing = [u for u in urls if u not in memo.tasks]
-        if missing:
-            loop = asyncio.get_running_loop()
-            futures = {u: loop.create_future() for u in missing}
-            memo.tasks.update(futures)
-            fetched: dict[str, FetchedPage] = {}
-            try:
-                fetched = await self.fetcher.fetch_all(missing)
-            except ConfigurationError:
-                # A bad token or account fails every page alike: say so instead of N fetch_errors.
-                for u in missing:
-                    memo.tasks.pop(u).cancel()
-                raise
-            except Exception:
-                # A fetcher must not raise for one page; if it does anyway, that is a failure of
-                # our own code: every URL of the call becomes an internal_error, not the page's fault.
-                log.exception("internal error in fetcher %s", getattr(self.fetcher, "name", "?"))
-            except BaseException:
-                for u in missing:
-                    memo.tasks.pop(u).cancel()
-                raise
-            name = getattr(self.fetcher, "name", "direct")
-            for u, fut in futures.items():
-                fut.set_result(fetched.get(u) or FetchedPage(url=u, reason=Reason.internal_error.value, fetcher=name))
-        return {u: await memo.tasks[u] for u in urls}
+        return await self.fetcher.fetch_all(urls, memo)
 
     async def _judge_tasks(self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]) -> list[ClaimReport]:
         source_passages, decided = self._read_sources(tasks, pages)
@@ -605,7 +594,7 @@ class Verifier:
             passages_shown=passages_shown,
             judge_name=judge.name if judge and passages_shown else None,
             judge_model=judge.model if judge and passages_shown else None,
-            fetcher_name=None if isinstance(ev, Fact) else getattr(self.fetcher, "name", None),
+            fetcher_name=None if isinstance(ev, Fact) else self.fetcher.name,
         )
         for recorder in self.recorders:
             try:
@@ -620,15 +609,6 @@ async def _nothing() -> list[ClaimReport]:
 
 async def _nothing_fetched() -> dict[str, FetchedPage]:
     return {}
-
-
-def page_key(url: str) -> str:
-    """The URL to fetch for a cited URL: without its ``#fragment``, unless the fragment is an app
-    route (``#/path``, ``#!/path``) that a rendering fetcher would follow to other content."""
-    base, sep, fragment = url.partition("#")
-    if not sep or fragment.startswith(("/", "!")):
-        return url
-    return base
 
 
 def _text_sentences(text: str, limit: int | None) -> list[str]:

@@ -39,6 +39,10 @@ class OverlapJudge:
 
     name = "overlap"
     model = "overlap-test-judge"
+    cpu_bound = False
+
+    def load(self) -> None:
+        """Nothing to load."""
 
     def __init__(self, threshold: float = 0.6) -> None:
         self.threshold = threshold
@@ -70,6 +74,10 @@ class FixedJudge:
 
     name = "fixed"
     model = "fixed-test-judge"
+    cpu_bound = False
+
+    def load(self) -> None:
+        """Nothing to load."""
 
     def __init__(self, verdict: JudgeVerdict) -> None:
         self.verdict = verdict
@@ -110,6 +118,9 @@ class StaticFetcher:
     def __init__(self, pages: Mapping[str, FetchedPage]) -> None:
         self.pages = dict(pages)
         self.calls: list[list[str]] = []
+
+    def cache_options(self) -> dict[str, object]:
+        return {}
 
     async def fetch_all(self, urls: Sequence[str]) -> dict[str, FetchedPage]:
         self.calls.append(list(urls))

@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier, check_grounding
 from guardrail.cli import app as cli_app
-from guardrail.server import BatchingJudge, create_app
+from guardrail.judges.batching import BatchingJudge
+from guardrail.server import create_app
 from guardrail.store import AuditStore
 from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
 from tests.fixtures.server import FixtureServer, Route

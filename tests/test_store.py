@@ -17,25 +17,23 @@ import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from pydantic import SecretStr
 
 from guardrail import ClaimTask, Fact, FetchedPage, Label, Reason, Settings, UrlVerdict, Verifier
-from guardrail.cli_audit import open_stores
 from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.fetch.direct import DirectFetcher
+from guardrail.fetch.once import FetchOnce
 from guardrail.retry import RetryPolicy
+from guardrail.runtime import build_runtime
 from guardrail.store import (
     AuditStore,
-    CachedFetcher,
     PageCache,
     StoreError,
     cache_class,
     cache_key,
     content_hash,
-    fetch_options,
     parse_since,
     resolve_path,
 )
@@ -61,6 +59,9 @@ class CountingFetcher:
         self.max_redirects = self.direct.max_redirects
         self.calls: list[list[str]] = []
 
+    def cache_options(self) -> dict[str, object]:
+        return self.direct.cache_options()
+
     async def fetch_all(self, urls: Sequence[str]) -> dict[str, FetchedPage]:
         self.calls.append(list(dict.fromkeys(urls)))
         return await self.direct.fetch_all(urls)
@@ -73,6 +74,9 @@ class ScriptedFetcher:
         self.pages = pages
         self.name = name
         self.calls: list[list[str]] = []
+
+    def cache_options(self) -> dict[str, object]:
+        return {}
 
     async def fetch_all(self, urls: Sequence[str]) -> dict[str, FetchedPage]:
         self.calls.append(list(urls))
@@ -107,7 +111,7 @@ def _page(url: str, text: str = "Pure water boils at 100 degrees Celsius.", **kw
 
 async def test_second_fetch_is_served_from_the_cache(pages: FixtureServer, tmp_path: Path) -> None:
     inner = CountingFetcher()
-    fetcher = CachedFetcher(inner, PageCache(tmp_path / "pages.sqlite3"))
+    fetcher = FetchOnce(inner, store=PageCache(tmp_path / "pages.sqlite3"))
     url = pages.url("/boiling")
     first = await fetcher.fetch_all([url, url])
     hits_after_first = pages.hits.get("/boiling", 0)
@@ -122,12 +126,12 @@ async def test_second_fetch_is_served_from_the_cache(pages: FixtureServer, tmp_p
 async def test_verifier_with_cached_fetcher_fetches_once_across_calls(pages: FixtureServer, tmp_path: Path) -> None:
     cache = PageCache(tmp_path / "pages.sqlite3")
     url = pages.url("/titanic")
-    first = await _verifier(CachedFetcher(CountingFetcher(), cache)).averify(
+    first = await _verifier(FetchOnce(CountingFetcher(), store=cache)).averify(
         "Titanic was directed by James Cameron.", [url]
     )
     before = pages.hits.get("/titanic", 0)
     # A fresh verifier and fetcher (as a second CLI run would build) share the file.
-    second = await _verifier(CachedFetcher(CountingFetcher(), PageCache(cache.path or ""))).averify(
+    second = await _verifier(FetchOnce(CountingFetcher(), store=PageCache(cache.path or ""))).averify(
         "Titanic was directed by James Cameron.", [url]
     )
     assert pages.hits.get("/titanic", 0) == before
@@ -136,7 +140,7 @@ async def test_verifier_with_cached_fetcher_fetches_once_across_calls(pages: Fix
 
 async def test_misses_are_fetched_in_one_call(pages: FixtureServer, tmp_path: Path) -> None:
     inner = CountingFetcher()
-    fetcher = CachedFetcher(inner, PageCache(tmp_path / "c.sqlite3"))
+    fetcher = FetchOnce(inner, store=PageCache(tmp_path / "c.sqlite3"))
     a, b, c = pages.url("/boiling"), pages.url("/titanic"), pages.url("/tomatoes")
     await fetcher.fetch_all([a])
     result = await fetcher.fetch_all([a, b, c, b])
@@ -160,13 +164,9 @@ def test_default_ttl_is_24_hours_everywhere(tmp_path: Path) -> None:
     day = 24 * 3600
     assert Settings().cache_ttl == day and Settings.from_env({}).cache_ttl == day
     assert Settings.from_env({"GUARDRAIL_CACHE_TTL": "60"}).cache_ttl == 60
-    from_settings = PageCache.from_settings(Settings(cache_path=tmp_path / "s.sqlite3"))  # the service's
-    stores = open_stores(Settings(cache_path=tmp_path / "cli.sqlite3"), cache=True, audit=False)  # the CLI's
-    try:
-        assert from_settings is not None and from_settings.ttl == day
-        assert stores.cache is not None and stores.cache.ttl == day
-    finally:
-        stores.close()
+    for cache_choice in (None, True):  # the library's and the service's / the CLI's
+        with build_runtime(Settings(cache_path=tmp_path / "p.sqlite3"), cache=cache_choice, audit=False) as runtime:
+            assert runtime.cache is not None and runtime.cache.ttl == day
     clock = Clock()
     cache = PageCache(tmp_path / "c.sqlite3", clock=clock)
     assert cache.ttl == day
@@ -212,23 +212,17 @@ def test_keyed_by_url_fetcher_and_options(tmp_path: Path) -> None:
 
 
 def test_options_of_the_fetcher_are_part_of_the_key() -> None:
-    def key(fetcher: object) -> str:
-        return cache_key("https://a.example/", "direct", fetch_options(fetcher))
+    def key(fetcher: DirectFetcher) -> str:
+        return cache_key("https://a.example/", "direct", fetcher.cache_options())
 
     assert key(DirectFetcher()) == key(DirectFetcher(timeout=3, concurrency=2))  # transient-only options
     assert key(DirectFetcher()) != key(DirectFetcher(max_bytes=10))
     assert key(DirectFetcher()) != key(DirectFetcher(max_redirects=1))
     assert key(DirectFetcher()) != key(DirectFetcher(allow_private_hosts=True))
     assert key(DirectFetcher()) != key(DirectFetcher(allowed_hosts=["127.0.0.1"]))
-    with_js = fetch_options(CrawlbaseFetcher(TOKEN, js_token=JS_TOKEN))
-    assert with_js["js_token"] is True and fetch_options(CrawlbaseFetcher(TOKEN))["js_token"] is False
+    with_js = CrawlbaseFetcher(TOKEN, js_token=JS_TOKEN).cache_options()
+    assert with_js["js_token"] is True and CrawlbaseFetcher(TOKEN).cache_options()["js_token"] is False
     assert TOKEN not in json.dumps(with_js) and JS_TOKEN not in json.dumps(with_js)
-
-    class Declared:
-        name = "custom"
-        cache_options: ClassVar[dict[str, str]] = {"render": "js"}
-
-    assert fetch_options(Declared()) == {"render": "js"}
 
 
 async def test_a_page_fetched_with_private_hosts_allowed_is_not_served_to_a_guarded_fetcher(
@@ -236,16 +230,16 @@ async def test_a_page_fetched_with_private_hosts_allowed_is_not_served_to_a_guar
 ) -> None:
     cache = PageCache(tmp_path / "c.sqlite3")
     url = pages.url("/boiling")
-    opened = await CachedFetcher(DirectFetcher(allow_private_hosts=True), cache).fetch_all([url])
+    opened = await FetchOnce(DirectFetcher(allow_private_hosts=True), store=cache).fetch_all([url])
     assert opened[url].original_status == 200
-    guarded = await CachedFetcher(DirectFetcher(), cache).fetch_all([url])
+    guarded = await FetchOnce(DirectFetcher(), store=cache).fetch_all([url])
     assert guarded[url].reason == Reason.blocked_address.value
     assert len(cache) == 1  # the refusal itself is never cached
 
 
 def test_secrets_are_refused_as_options(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="secret") as info:
-        CachedFetcher(ScriptedFetcher({}), PageCache(tmp_path / "c.sqlite3"), options={"t": SecretStr(TOKEN)})
+        PageCache(tmp_path / "c.sqlite3").put(_page("https://a.example/"), fetcher="x", options={"t": SecretStr(TOKEN)})
     assert TOKEN not in str(info.value)
 
 
@@ -276,7 +270,7 @@ async def test_transient_failures_are_fetched_again_and_definitive_ones_are_not(
     pages: FixtureServer, tmp_path: Path
 ) -> None:
     inner = CountingFetcher(retry=RetryPolicy(attempts=1))  # one request per fetch: counts stay exact
-    fetcher = CachedFetcher(inner, PageCache(tmp_path / "c.sqlite3"))
+    fetcher = FetchOnce(inner, store=PageCache(tmp_path / "c.sqlite3"))
     gone, down = pages.url("/gone-410"), pages.url("/unavailable-503")
     await fetcher.fetch_all([gone, down])
     hits = (pages.hits["/gone-410"], pages.hits["/unavailable-503"])
@@ -302,7 +296,7 @@ async def test_a_broken_cache_file_never_fails_a_fetch(
 ) -> None:
     path = tmp_path / "c.sqlite3"
     path.write_bytes(b"this is not a database" * 100)
-    fetcher = CachedFetcher(CountingFetcher(), PageCache(path))
+    fetcher = FetchOnce(CountingFetcher(), store=PageCache(path))
     result = await fetcher.fetch_all([pages.url("/boiling")])
     assert result[pages.url("/boiling")].original_status == 200
     assert fetcher.stats.errors == 2 and "page cache" in caplog.text
@@ -619,13 +613,17 @@ def test_paths_and_from_settings(tmp_path: Path) -> None:
     assert resolve_path(None, default) == default
     assert resolve_path("off", default) is None and resolve_path("0", default) is None
     assert resolve_path(str(tmp_path / "x.db"), default) == tmp_path / "x.db"
-    assert PageCache.from_settings(Settings()) is None
+    with build_runtime(Settings(), audit=False) as runtime:
+        assert runtime.cache is None  # the library: no store unless the settings name one
     nested = tmp_path / "deep" / "er" / "audit.sqlite3"
-    audit = AuditStore.from_settings(Settings(audit_path=nested))
-    assert audit is not None and audit.count() == 0
-    assert nested.exists() and (nested.stat().st_mode & 0o777) == 0o600
-    cache = PageCache.from_settings(Settings(cache_path=tmp_path / "p.sqlite3", cache_ttl=5))
-    assert cache is not None and cache.ttl == 5
+    settings = Settings(audit_path=nested, cache_path=tmp_path / "p.sqlite3", cache_ttl=5)
+    with build_runtime(settings) as runtime:
+        assert runtime.audit is not None and runtime.audit.count() == 0
+        assert nested.exists() and (nested.stat().st_mode & 0o777) == 0o600
+        assert runtime.cache is not None and runtime.cache.ttl == 5
+    off = Settings(audit_path="off", cache_path="off")  # type: ignore[arg-type]
+    with build_runtime(off, cache=True, audit=True) as runtime:
+        assert runtime.cache is None and runtime.audit is None
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
@@ -780,4 +778,4 @@ def test_recorder_is_cheap_enough_to_run_inline(tmp_path: Path) -> None:
 def test_store_repr_and_env(tmp_path: Path) -> None:
     cache = PageCache(tmp_path / "c.sqlite3")
     assert "c.sqlite3" in repr(cache)
-    assert os.fspath(tmp_path) in repr(CachedFetcher(ScriptedFetcher({}), cache))
+    assert os.fspath(tmp_path) in repr(FetchOnce(ScriptedFetcher({}), store=cache))

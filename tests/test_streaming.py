@@ -233,11 +233,15 @@ async def test_closing_early_cancels_outstanding_work(slow_site: tuple[FixtureSe
 
 
 class QueueJudge:
-    """An in-process judge stand-in (``name = "local"``) that takes ``delay`` seconds per call
+    """An in-process judge stand-in (``cpu_bound``) that takes ``delay`` seconds per call
     and records how many calls ran at once."""
 
     name = "local"
     model = "queue-test-judge"
+    cpu_bound = True
+
+    def load(self) -> None:
+        """Nothing to load."""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay

@@ -116,6 +116,10 @@ def test_quote_not_in_source_is_demoted(fetcher: StaticFetcher) -> None:
 class ExplodingJudge:
     name = "boom"
     model = "boom"
+    cpu_bound = False
+
+    def load(self) -> None:
+        """Nothing to load."""
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         raise RuntimeError("judge down")

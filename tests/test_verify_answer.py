@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from guardrail import Label, PageMemo, Policy, Verifier, apply_policy
-from guardrail.verifier import page_key
+from guardrail.fetch.once import page_key
 from tests.fakes import LCDocument, LINode, LINodeWithScore, OverlapJudge, fixture_verifier
 from tests.fixtures.pages import BOILING
 from tests.fixtures.server import FixtureServer, Route, counting

@@ -239,6 +239,16 @@ class CrawlbaseFetcher:
             f"js_token={'**********' if self._js_token else None!r}, timeout={self.timeout})"
         )
 
+    def cache_options(self) -> dict[str, object]:
+        """The options that change a fetched page: the API, the size cap, whether a JavaScript
+        token can render thin pages (never the token itself), the SSRF openings."""
+        return {
+            "max_bytes": self.max_bytes,
+            "api_url": self.api_url,
+            "js_token": self.has_js_token,
+            **self.policy.cache_options(),
+        }
+
     @property
     def has_js_token(self) -> bool:
         """Whether a JavaScript token is configured for thin pages, 520s and 207s."""

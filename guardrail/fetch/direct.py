@@ -152,6 +152,11 @@ class DirectFetcher:
         options.update(overrides)
         return cls(**options)
 
+    def cache_options(self) -> dict[str, object]:
+        """The options that change a fetched page: the size cap, redirects, the SSRF openings.
+        Timeouts, retries and concurrency only change transient failures, which are not kept."""
+        return {"max_bytes": self.max_bytes, "max_redirects": self.max_redirects, **self.policy.cache_options()}
+
     def __repr__(self) -> str:
         return (
             f"DirectFetcher(policy={self.policy!r}, timeout={self.timeout}, max_bytes={self.max_bytes}, "

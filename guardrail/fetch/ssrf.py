@@ -283,6 +283,14 @@ class SsrfPolicy:
         ip = parse_ipv4_literal(name)
         return parsed, (str(ip) if ip is not None else name), port, ip
 
+    def cache_options(self) -> dict[str, object]:
+        """What this policy lets through, for a page cache key (a page fetched with private hosts
+        allowed must never be served to a fetcher that refuses them)."""
+        options: dict[str, object] = {"allow_private_hosts": self.allow_private}
+        if self.allowed_hosts:
+            options["allowed_hosts"] = sorted(f"{h}:{p}" if p else h for h, p in self.allowed_hosts)
+        return options
+
     def is_allowed_host(self, host: str, port: int) -> bool:
         """True when ``host`` (optionally with ``port``) is listed in ``allowed_hosts``."""
         return (host, port) in self.allowed_hosts or (host, None) in self.allowed_hosts

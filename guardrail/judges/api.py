@@ -87,8 +87,13 @@ class ApiJudge(ABC, Generic[ClientT]):
         self.concurrency = concurrency
         self._api_key = secret
 
+    cpu_bound = False  # the model runs elsewhere: calls may overlap
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r})"
+
+    def load(self) -> None:
+        """Nothing to load: the model is remote."""
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         """One verdict per request, in order, at most ``concurrency`` calls in flight."""

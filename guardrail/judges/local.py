@@ -238,6 +238,7 @@ class LocalJudge:
     """The embedded NLI judge: offline, no key; loads its weights lazily, once per process."""
 
     name = "local"
+    cpu_bound = True  # judging runs on this machine's cores
 
     def __init__(
         self,

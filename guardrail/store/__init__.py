@@ -1,7 +1,8 @@
 """SQLite stores shared by the CLI, batch runs and the service.
 
-* :class:`PageCache` + :class:`CachedFetcher`: fetched pages kept for a TTL (default 24 h),
-  keyed by URL and the fetch options that change them.
+* :class:`PageCache`: fetched pages kept for a TTL (default 24 h), keyed by URL and the fetch
+  options that change them (a :class:`~guardrail.fetch.base.PageStore` for
+  :class:`~guardrail.fetch.once.FetchOnce`).
 * :class:`AuditStore`: one row per decided citation, with the exact text the judge saw,
   and replay (Crawlbase Storage API for pages with a rid, the local copy otherwise).
 
@@ -15,24 +16,13 @@ from __future__ import annotations
 
 from guardrail.store._sqlite import StoreError
 from guardrail.store.audit import AuditRecord, AuditStore, ExportFormat, Replay, content_hash, parse_since
-from guardrail.store.cache import (
-    CacheClass,
-    CachedFetcher,
-    CacheStats,
-    FetchOptions,
-    PageCache,
-    cache_class,
-    cache_key,
-    fetch_options,
-)
+from guardrail.store.cache import CacheClass, FetchOptions, PageCache, cache_class, cache_key
 from guardrail.store.paths import default_audit_path, default_cache_path, resolve_path, user_cache_dir
 
 __all__ = [
     "AuditRecord",
     "AuditStore",
     "CacheClass",
-    "CacheStats",
-    "CachedFetcher",
     "ExportFormat",
     "FetchOptions",
     "PageCache",
@@ -43,7 +33,6 @@ __all__ = [
     "content_hash",
     "default_audit_path",
     "default_cache_path",
-    "fetch_options",
     "parse_since",
     "resolve_path",
     "user_cache_dir",

@@ -30,7 +30,6 @@ from pydantic import BaseModel, Field
 from guardrail.core.schema import FetchedPage, Label
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.store._sqlite import SQLiteFile, StoreError
-from guardrail.store.paths import default_audit_path, resolve_path
 
 if TYPE_CHECKING:
     from guardrail.verifier import DecisionRecord
@@ -170,15 +169,6 @@ class AuditStore(SQLiteFile):
     ) -> None:
         super().__init__(path, busy_timeout=busy_timeout)
         self.store_texts = store_texts
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, use_default_path: bool = False) -> AuditStore | None:
-        """The store at ``GUARDRAIL_AUDIT_DB``; None when it is unset (or ``off``), unless
-        ``use_default_path``, which falls back to :func:`default_audit_path`."""
-        path = resolve_path(settings.audit_path, default_audit_path() if use_default_path else None)
-        return None if path is None else cls(path)
-
-    # -- writing -----------------------------------------------------------------
 
     def record(self, decision: DecisionRecord) -> int:
         """Store one decision (and its page text and passages, once each); returns the row id."""

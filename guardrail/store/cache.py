@@ -1,5 +1,8 @@
 """The page cache: fetched pages kept in SQLite, keyed by URL and the fetch options that change them.
 
+A :class:`PageCache` is a :class:`~guardrail.fetch.base.PageStore`: put one behind a fetcher with
+``FetchOnce(fetcher, store=cache)`` (what :func:`guardrail.runtime.build_verifier` does).
+
 What is cached (see :func:`cache_class`):
 
 * ``keep`` (full TTL, default 24 h): pages with readable content, and definitive outcomes that
@@ -17,26 +20,20 @@ Pages are stored as the :class:`~guardrail.core.schema.FetchedPage` JSON with th
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 import os
-import sqlite3
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import SecretStr
 
 from guardrail.core.interpret import interpret
 from guardrail.core.schema import FetchedPage, Reason
-from guardrail.fetch.base import Fetcher
-from guardrail.settings import Settings
-from guardrail.store._sqlite import SQLiteFile, StoreError
-from guardrail.store.paths import default_cache_path, resolve_path
+from guardrail.store._sqlite import SQLiteFile
 
 log = logging.getLogger("guardrail.store")
 
@@ -94,47 +91,6 @@ def _reject_option(value: object) -> object:
     raise TypeError(f"fetch option of type {type(value).__name__} cannot be part of a cache key")
 
 
-def fetch_options(fetcher: object) -> dict[str, Any]:
-    """The options of ``fetcher`` that change the page it returns for a URL, for the cache key.
-
-    A fetcher may declare them as ``cache_options`` (a mapping, or a method returning one).
-    Otherwise they are read from the attributes the built-in fetchers have: ``max_bytes``,
-    ``max_redirects``, ``api_url``, whether a JS token is configured (``has_js_token``), and
-    the SSRF policy's ``allow_private``/``allowed_hosts`` (so a page fetched with private
-    hosts allowed is never served to a fetcher that refuses them). Timeouts and concurrency
-    only change transient failures, which are not kept, so they are not part of the key.
-    Tokens never are: only whether a JS token exists.
-    """
-    declared = getattr(fetcher, "cache_options", None)
-    if declared is not None:
-        return dict(declared() if callable(declared) else declared)
-    options: dict[str, Any] = {}
-    for attr in ("max_bytes", "max_redirects", "api_url"):
-        value = getattr(fetcher, attr, None)
-        if isinstance(value, (int, str)):
-            options[attr] = value
-    has_js = getattr(fetcher, "has_js_token", None)
-    if isinstance(has_js, bool):
-        options["js_token"] = has_js
-    policy = getattr(fetcher, "policy", None)
-    if policy is not None:
-        options["allow_private_hosts"] = bool(getattr(policy, "allow_private", False))
-        allowed = getattr(policy, "allowed_hosts", ())
-        if allowed:
-            options["allowed_hosts"] = sorted(f"{h}:{p}" if p else str(h) for h, p in allowed)
-    return options
-
-
-@dataclass
-class CacheStats:
-    """Counters of one :class:`CachedFetcher`: URLs served from the cache, fetched, and stored."""
-
-    hits: int = 0
-    misses: int = 0
-    stored: int = 0
-    errors: int = 0
-
-
 class PageCache(SQLiteFile):
     """Fetched pages in a SQLite file, served until their TTL runs out.
 
@@ -178,13 +134,6 @@ class PageCache(SQLiteFile):
         self.transient_ttl = transient_ttl
         self.clock = clock
         self._last_sweep = float("-inf")
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, use_default_path: bool = False) -> PageCache | None:
-        """The cache at ``GUARDRAIL_CACHE`` with ``GUARDRAIL_CACHE_TTL``; None when it is unset (or
-        ``off``), unless ``use_default_path``, which falls back to :func:`default_cache_path`."""
-        path = resolve_path(settings.cache_path, default_cache_path() if use_default_path else None)
-        return None if path is None else cls(path, ttl=settings.cache_ttl)
 
     def ttl_for(self, page: FetchedPage) -> float:
         """Seconds ``page`` may be served from the cache (0: not stored)."""
@@ -283,75 +232,10 @@ class PageCache(SQLiteFile):
             return int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
 
 
-class CachedFetcher:
-    """A :class:`~guardrail.fetch.base.Fetcher` that serves pages from a :class:`PageCache` and
-    fetches only the misses, with the inner fetcher, in one ``fetch_all`` call.
-
-    ``options`` are the fetch options that change a page; by default :func:`fetch_options` reads
-    them from the inner fetcher. The key also holds the inner fetcher's ``name``.
-
-    The cache never fails a fetch: when SQLite cannot be read or written (locked past the busy
-    timeout, disk full) the page is fetched, or returned unstored, and a warning is logged.
-    SQLite runs in a worker thread (``asyncio.to_thread``): uncontended it is fast either way
-    (measured on 2 cores: 10 cached 20 kB pages read in 0.27 ms inline, 0.38 ms through the
-    thread), but a write waiting for another process's lock may wait up to ``busy_timeout``,
-    and that wait must not stall the event loop. Concurrent misses of the same URL in one
-    process are each fetched (no single-flight); within one verifier call the verifier's
-    ``PageMemo`` already fetches each URL once.
-    """
-
-    def __init__(self, inner: Fetcher, cache: PageCache, *, options: FetchOptions | None = None) -> None:
-        self.inner = inner
-        self.cache = cache
-        self.name: str = inner.name
-        self.options: dict[str, Any] = dict(options) if options is not None else fetch_options(inner)
-        cache_key("", self.name, self.options)  # refuse secrets and odd types now, not at first fetch
-        self.stats = CacheStats()
-
-    @classmethod
-    def from_settings(cls, settings: Settings, cache: PageCache) -> CachedFetcher:
-        """The fetcher ``settings`` choose (Crawlbase with a token, else direct), cached in ``cache``."""
-        from guardrail.fetch import fetcher_from_settings
-
-        return cls(fetcher_from_settings(settings), cache)
-
-    def __repr__(self) -> str:
-        return f"CachedFetcher({self.inner!r}, {self.cache!r})"
-
-    async def fetch_all(self, urls: Sequence[str]) -> dict[str, FetchedPage]:
-        """Every unique URL of ``urls``: fresh cached pages first, the rest fetched and stored."""
-        unique = list(dict.fromkeys(urls))
-        if not unique:
-            return {}
-        hits: dict[str, FetchedPage] = {}
-        try:
-            hits = await asyncio.to_thread(self.cache.get_many, unique, fetcher=self.name, options=self.options)
-        except (sqlite3.Error, StoreError) as exc:
-            self.stats.errors += 1
-            log.warning("page cache %s unreadable, fetching instead: %s", self.cache, exc)
-        misses = [u for u in unique if u not in hits]
-        self.stats.hits += len(hits)
-        self.stats.misses += len(misses)
-        fetched = await self.inner.fetch_all(misses) if misses else {}
-        if fetched:
-            try:
-                self.stats.stored += await asyncio.to_thread(
-                    self.cache.put_many, fetched, fetcher=self.name, options=self.options
-                )
-            except (sqlite3.Error, StoreError) as exc:
-                self.stats.errors += 1
-                log.warning("page cache %s not written: %s", self.cache, exc)
-        pages = {**hits, **fetched}
-        return {u: pages[u] for u in unique if u in pages}
-
-
 __all__ = [
     "CacheClass",
-    "CacheStats",
-    "CachedFetcher",
     "FetchOptions",
     "PageCache",
     "cache_class",
     "cache_key",
-    "fetch_options",
 ]

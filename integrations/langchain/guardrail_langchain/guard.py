@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -22,9 +21,18 @@ from langchain_core.callbacks import (
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.utils import AddableDict
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from guardrail import AnswerReport, AnswerStream, CitationBlocked, GuardedAnswer, PageMemo, Policy, Verifier
+from guardrail import (
+    AnswerReport,
+    AnswerStream,
+    CitationBlocked,
+    GuardedAnswer,
+    PageMemo,
+    Policy,
+    Verifier,
+    build_verifier,
+)
 from guardrail.core.policy import OutputFormat, apply_policy
 from guardrail.streaming import StreamPiece, aiter_from_sync, iterate_sync
 from guardrail.verifier import run_sync
@@ -36,18 +44,6 @@ CITATION_REPORT_EVENT = "citation_report"
 
 REPORT_METADATA_KEY = "citation_report"
 """Key of the report (as a JSON-ready dict) in a message's ``response_metadata``."""
-
-_DEFAULT_VERIFIER: Verifier | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
-def _default_verifier() -> Verifier:
-    """One Verifier built from the environment, shared by every guard that was given none."""
-    global _DEFAULT_VERIFIER
-    with _DEFAULT_LOCK:
-        if _DEFAULT_VERIFIER is None:
-            _DEFAULT_VERIFIER = Verifier()
-        return _DEFAULT_VERIFIER
 
 
 def get_citation_report(output: Any, report_key: str = REPORT_METADATA_KEY) -> AnswerReport | None:
@@ -142,8 +138,16 @@ class CitationGuard(RunnableSerializable[Any, Any]):
 
     # -- helpers -------------------------------------------------------------
 
+    _built: Verifier | None = PrivateAttr(default=None)
+
     def _verifier(self) -> Verifier:
-        return self.verifier if self.verifier is not None else _default_verifier()
+        """The given verifier, else one built from the environment on first use (the models it
+        loads are shared by the whole process, so a guard of its own costs nothing)."""
+        if self.verifier is not None:
+            return self.verifier
+        if self._built is None:
+            self._built = build_verifier()
+        return self._built
 
     def _policy(self) -> Policy:
         if self.raise_on_block and not self.policy.raise_on_block:

@@ -11,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from guardrail import Action, Label, PageMemo, Policy, TextReport, VerdictKind, Verifier
+from guardrail import Action, Label, PageMemo, Policy, TextReport, VerdictKind, Verifier, build_verifier
 from guardrail.verifier import run_sync
 from guardrail_llamaindex._nodes import node_text, node_url
 
@@ -108,7 +108,7 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
     def verifier(self) -> Verifier:
         """The verifier in use (built from the environment on first use when none was given)."""
         if self._verifier is None:
-            self._verifier = Verifier()
+            self._verifier = build_verifier()
         return self._verifier
 
     def _postprocess_nodes(

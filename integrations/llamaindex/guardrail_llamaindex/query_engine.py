@@ -18,7 +18,16 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from guardrail import AnswerReport, AnswerStream, GuardedAnswer, PageMemo, Policy, Verifier, apply_policy
+from guardrail import (
+    AnswerReport,
+    AnswerStream,
+    GuardedAnswer,
+    PageMemo,
+    Policy,
+    Verifier,
+    apply_policy,
+    build_verifier,
+)
 from guardrail.core.policy import OutputFormat
 from guardrail.streaming import aiter_from_sync, iterate_sync
 from guardrail_llamaindex._nodes import Chunk, as_source
@@ -89,7 +98,7 @@ class CitationGuardQueryEngine(BaseQueryEngine):
     def verifier(self) -> Verifier:
         """The verifier in use (built from the environment on first use when none was given)."""
         if self._verifier is None:
-            self._verifier = Verifier()
+            self._verifier = build_verifier()
         return self._verifier
 
     # The guard adds no prompts; it shows the wrapped engine's under the same keys, so that code

@@ -1,4 +1,4 @@
-"""SingleFlightFetcher: concurrent callers share one fetch of a URL, and cancellation of one
+"""FetchOnce's single flight: concurrent callers share one fetch of a URL, and cancellation of one
 caller never breaks the others."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from guardrail.fetch.direct import DirectFetcher
-from guardrail.fetch.shared import SingleFlightFetcher
+from guardrail.fetch.once import FetchOnce
 from tests.fixtures.server import FixtureServer, Route
 
 
@@ -27,8 +27,8 @@ def site() -> Iterator[FixtureServer]:
         server.stop()
 
 
-def shared() -> SingleFlightFetcher:
-    return SingleFlightFetcher(DirectFetcher(allow_private_hosts=True))
+def shared() -> FetchOnce:
+    return FetchOnce(DirectFetcher(allow_private_hosts=True))
 
 
 async def test_concurrent_callers_share_one_fetch(site: FixtureServer) -> None:
