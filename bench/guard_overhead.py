@@ -54,7 +54,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier
-from guardrail.demo import LoopbackSite, Route, article, site_fetcher
+from guardrail.apps.demo import LoopbackSite, Route, article, site_fetcher
 from guardrail.fetch.once import FetchOnce
 from guardrail.judges.local import LocalJudge
 from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder, offline_minilm_path

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from guardrail import ClaimTask, Settings, Verifier
-from guardrail.demo import LoopbackSite, Route, article, demo_verifier
+from guardrail.apps.demo import LoopbackSite, Route, article, demo_verifier
 
 RIVERS = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ivy", "Juniper"]
 

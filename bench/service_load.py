@@ -4,9 +4,9 @@
 
 What runs:
 
-* the demo pages (``guardrail.demo``: boiling point, old report, Titanic) on a loopback site in
+* the demo pages (``guardrail.apps.demo``: boiling point, old report, Titanic) on a loopback site in
   this process;
-* the service (``guardrail.server.create_app``, built as ``guardrail serve`` builds it) under
+* the service (``guardrail.apps.server.create_app``, built as ``guardrail serve`` builds it) under
   uvicorn in a **separate process**, with the real embedded defaults (all-MiniLM-L6-v2 and the
   local judge when its weights are installed), a page cache in a temporary SQLite file, and the
   SSRF guard on except for the loopback site's own origin (``DirectFetcher(allowed_hosts=[...])``,
@@ -65,8 +65,8 @@ def serve(port: int, allowed_origin: str) -> None:
     import uvicorn
 
     from guardrail import Settings
+    from guardrail.apps.server import create_app
     from guardrail.fetch.direct import DirectFetcher
-    from guardrail.server import create_app
 
     settings = Settings.from_env()
     app = create_app(settings, fetcher=DirectFetcher.from_settings(settings, allowed_hosts=[allowed_origin]))
@@ -194,7 +194,7 @@ def main() -> None:
         serve(args.port, args.allowed_origin)
         return
 
-    from guardrail.demo import LoopbackSite, demo_routes
+    from guardrail.apps.demo import LoopbackSite, demo_routes
 
     levels = [int(x) for x in args.levels.split(",") if x.strip()]
     site = LoopbackSite(demo_routes()).start()

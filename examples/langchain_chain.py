@@ -1,7 +1,7 @@
 """A LangChain RAG chain with the citation guard, offline: `python examples/langchain_chain.py`.
 
 The "retriever" returns three documents whose URLs point at pages this example serves itself on
-127.0.0.1 (guardrail.demo), so it needs no network and no API key; only that origin is let
+127.0.0.1 (guardrail.apps.demo), so it needs no network and no API key; only that origin is let
 through the SSRF guard. The chat model is langchain-core's FakeListChatModel, answering with
 numbered markers ([1], [2]) that the guard resolves to the retrieved documents (``[1]`` is the
 first), plus one inline link to a page that no longer exists.
@@ -35,7 +35,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from guardrail import AnswerReport, Policy
-from guardrail.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
+from guardrail.apps.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
 from guardrail_langchain import CitationGuard
 
 ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. In Denver it boils at about 95 degrees \

@@ -1,7 +1,7 @@
 """A LlamaIndex RAG pipeline with the citation guard, offline: `python examples/llamaindex_query_engine.py`.
 
 The index was "built last month" from a few web pages; since then one page died and one changed.
-The example serves those pages itself on 127.0.0.1 (guardrail.demo), so it needs no network and
+The example serves those pages itself on 127.0.0.1 (guardrail.apps.demo), so it needs no network and
 no API key. The LLM is a tiny deterministic stand-in that answers the way CitationQueryEngine asks
 (one sentence per numbered source, with its [n] marker); the embedding model is MockEmbedding.
 
@@ -30,7 +30,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import CitationQueryEngine
 
 from guardrail import Policy
-from guardrail.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
+from guardrail.apps.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
 from guardrail_llamaindex import CitationGuardPostprocessor, CitationGuardQueryEngine, report_of
 
 

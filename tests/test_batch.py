@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from guardrail import Settings, Verifier
-from guardrail.batch import (
+from guardrail.apps.batch import (
     BatchInputError,
     Checkpoint,
     RowResult,
@@ -27,7 +27,7 @@ from guardrail.batch import (
     checkpoint_path,
     read_rows,
 )
-from guardrail.cli import app
+from guardrail.apps.cli import app
 from tests.fakes import HashEmbedder, OverlapJudge
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.server import FixtureServer, Route
@@ -367,7 +367,7 @@ def test_resume_after_killing_a_real_run(tmp_path: Path) -> None:
         cmd = [
             sys.executable,
             "-m",
-            "guardrail.cli",
+            "guardrail.apps.cli",
             "batch",
             str(path),
             "--out",

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from guardrail import ClaimTask, Fact, FetchedPage, Settings, Verifier
-from guardrail.cli import app
+from guardrail.apps.cli import app
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.store import AuditStore
 from tests.fakes import HashEmbedder, OverlapJudge

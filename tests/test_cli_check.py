@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from guardrail.cli import app
+from guardrail.apps.cli import app
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.server import FixtureServer
 
@@ -188,6 +188,8 @@ def test_bad_sources_file_exits_2(env: dict[str, str], tmp_path: Path, files: di
 def test_bad_input_exits_2(env: dict[str, str], tmp_path: Path) -> None:
     missing = runner.invoke(app, ["check", str(tmp_path / "missing.md")], env=env)
     assert missing.exit_code == 2 and "cannot read answer file" in missing.stderr
+    bracketed = runner.invoke(app, ["check", str(tmp_path / "[bold]draft[/bold].md")], env=env)
+    assert "[bold]draft[/bold].md" in bracketed.stderr  # input is shown as written, never read as markup
     empty = runner.invoke(app, ["check", "-"], input="  \n", env=env)
     assert empty.exit_code == 2 and "the answer is empty" in empty.stderr
     bad_policy = runner.invoke(app, ["check", "-", "--policy", "nope"], input="x", env=env)

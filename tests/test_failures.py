@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from guardrail import Label, Policy, VerdictKind, Verifier, apply_policy
-from guardrail.batch import Checkpoint, arun_batch, read_rows
+from guardrail.apps.batch import Checkpoint, arun_batch, read_rows
 from guardrail.fetch.convert import Converted
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.retry import RetryPolicy, Transient, retry_call
@@ -232,7 +232,7 @@ def _broken_trafilatura(tmp_path: Path) -> dict[str, str]:
 
 
 def _guardrail(args: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from guardrail.cli import main; sys.argv[0] = 'guardrail'; main()"
+    code = "import sys; from guardrail.apps.cli import main; sys.argv[0] = 'guardrail'; main()"
     return subprocess.run(
         [sys.executable, "-c", code, *args], env=env, input=stdin, capture_output=True, text=True, timeout=120
     )
@@ -315,7 +315,7 @@ async def test_batch_rows_resting_on_internal_errors_fail_and_are_retried(site: 
 
 
 def test_batch_summary_counts_pages_not_checked_apart_from_dead_ones(site: FixtureServer) -> None:
-    from guardrail.batch import RowResult, summarize
+    from guardrail.apps.batch import RowResult, summarize
 
     site.routes["/down"] = Route(status=503, body="busy")
     verifier = verifier_for(site, retry=RetryPolicy(attempts=1))

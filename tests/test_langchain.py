@@ -22,7 +22,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableGenerator, RunnableLambda, RunnablePassthrough
 
 from guardrail import AnswerReport, CitationBlocked, Label, Policy, Settings, Verifier
-from guardrail.demo import site_fetcher
+from guardrail.apps.demo import site_fetcher
 from guardrail_langchain import CITATION_REPORT_EVENT, CitationGuard, get_citation_report
 from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
 from tests.fixtures.pages import TITANIC

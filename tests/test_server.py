@@ -22,9 +22,9 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier, check_grounding
-from guardrail.cli import app as cli_app
+from guardrail.apps.cli import app as cli_app
+from guardrail.apps.server import create_app
 from guardrail.judges.batching import BatchingJudge
-from guardrail.server import create_app
 from guardrail.store import AuditStore
 from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
 from tests.fixtures.server import FixtureServer, Route
@@ -616,7 +616,7 @@ def test_guardrail_serve_command(pages: FixtureServer) -> None:
         port = s.getsockname()[1]
     env = {**os.environ, "GUARDRAIL_CACHE": "off", "GUARDRAIL_AUDIT_DB": "off", "GUARDRAIL_API_KEY": "k"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "guardrail.cli", "serve", "--port", str(port), "--log-level", "warning"],
+        [sys.executable, "-m", "guardrail.apps.cli", "serve", "--port", str(port), "--log-level", "warning"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -21,7 +21,6 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, cast
 
@@ -30,10 +29,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from guardrail.cli_console import ui
+from guardrail.apps.cli.common import LABEL_STYLE, bad_input, load_settings
+from guardrail.apps.cli.console import ui
 from guardrail.core.schema import Label
-from guardrail.runtime import Runtime, build_runtime
-from guardrail.settings import ConfigurationError, Settings
 from guardrail.store import (
     AuditRecord,
     AuditStore,
@@ -43,18 +41,6 @@ from guardrail.store import (
     default_audit_path,
     resolve_path,
 )
-from guardrail.verifier import Verifier
-
-EXIT_BAD_INPUT = 2
-
-
-LABEL_STYLE = {
-    Label.supported: "green",
-    Label.contradicted: "red",
-    Label.not_found: "yellow",
-    Label.unreachable: "magenta",
-}
-"""The rich style each label is printed in, by every ``guardrail`` command."""
 
 audit_app = typer.Typer(
     name="audit",
@@ -76,85 +62,23 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
-def _bad_input(message: str) -> typer.Exit:
-    ui.err.print(Text.assemble(("error:", "red"), " ", message))
-    return typer.Exit(EXIT_BAD_INPUT)
-
-
-def _settings() -> Settings:
-    try:
-        return Settings.from_env()
-    except ConfigurationError as exc:
-        raise _bad_input(str(exc)) from None
-
-
-# -- the verifier of ``guardrail verify``, ``check`` and ``batch`` -------------------------------
-
-
-@dataclass
-class CliRun:
-    """The verifier one CLI run uses (from :func:`guardrail.runtime.build_runtime`), its stores,
-    and the audit ids it recorded."""
-
-    runtime: Runtime
-    audit_ids: list[int] = field(default_factory=list)
-
-    @property
-    def verifier(self) -> Verifier:
-        """The run's verifier."""
-        return self.runtime.verifier
-
-    def hint(self) -> None:
-        """Tell the user where the decisions went and how to replay them (on stderr)."""
-        audit = self.runtime.audit
-        if audit is None or not self.audit_ids:
-            return
-        ids = ", ".join(str(i) for i in self.audit_ids)
-        ui.err.print(
-            Text(f"audit: recorded as {ids} in {audit.path}; see `guardrail replay {self.audit_ids[0]}`"),
-            style="dim",
-        )
-
-    def close(self) -> None:
-        """Close the stores."""
-        self.runtime.close()
-
-
-def open_run(settings: Settings, *, cache: bool, audit: bool) -> CliRun:
-    """The verifier of a CLI run: page cache and audit store on by default in the user cache
-    folder, off with the flags or ``GUARDRAIL_CACHE=off`` / ``GUARDRAIL_AUDIT_DB=off``.
-
-    An unusable cache is skipped with a warning (it only saves time); an unusable audit store
-    is an input error naming the file, since the user asked for a record.
-    """
-    ids: list[int] = []
-    try:
-        runtime = build_runtime(settings, cache=cache, audit=audit, on_audit=ids.append)
-    except StoreError as exc:
-        raise _bad_input(f"{exc} (pass --no-audit, or set GUARDRAIL_AUDIT_DB to another file)") from None
-    return CliRun(runtime, ids)
-
-
-# -- reading the audit store -------------------------------------------------------------------
-
-
 def _open_audit(db: Path | None) -> AuditStore:
     """The existing audit store named by ``--db`` or the settings; never creates one."""
-    settings = _settings()
+    settings = load_settings()
     if db is not None:
         path: Path | None = db.expanduser()
     else:
         path = resolve_path(settings.audit_path, default_audit_path())
         if path is None:
-            raise _bad_input("the audit store is off (GUARDRAIL_AUDIT_DB=off); pass --db FILE")
+            raise bad_input("the audit store is off (GUARDRAIL_AUDIT_DB=off); pass --db FILE")
     assert path is not None
     if not path.is_file():
-        raise _bad_input(f"no audit store at {path} (run `guardrail verify` first, or pass --db FILE)")
+        raise bad_input(f"no audit store at {path} (run `guardrail verify` first, or pass --db FILE)")
     store = AuditStore(path)
     try:
         store.count()
     except StoreError as exc:
-        raise _bad_input(str(exc)) from None
+        raise bad_input(str(exc)) from None
     return store
 
 
@@ -166,7 +90,7 @@ def _reading_audit(db: Path | None, *errors: type[Exception]) -> Iterator[AuditS
     try:
         yield store
     except errors as exc:
-        raise _bad_input(str(exc)) from None
+        raise bad_input(str(exc)) from None
     finally:
         store.close()
 
@@ -256,9 +180,9 @@ def replay_command(
     """
     with _reading_audit(db, StoreError) as store:
         try:
-            replays = store.replay(id_or_rid, settings=_settings())
+            replays = store.replay(id_or_rid, settings=load_settings())
         except (LookupError, ValueError) as exc:
-            raise _bad_input(str(exc).strip("'\"")) from None
+            raise bad_input(str(exc).strip("'\"")) from None
     if as_json:
         sys.stdout.write(json.dumps([r.model_dump(mode="json") for r in replays], indent=2) + "\n")
         return
@@ -318,7 +242,7 @@ def show_command(
     with _reading_audit(db, StoreError) as store:
         record = store.get(record_id)
     if record is None:
-        raise _bad_input(f"no audit row with id {record_id} in {store.path}")
+        raise bad_input(f"no audit row with id {record_id} in {store.path}")
     if as_json:
         sys.stdout.write(record.model_dump_json(indent=2) + "\n")
         return
@@ -340,7 +264,7 @@ def export_command(
 ) -> None:
     """Export recorded decisions, oldest first, as JSON lines or CSV (passages included)."""
     if fmt.strip().lower() not in ("jsonl", "csv"):
-        raise _bad_input(f"--format must be jsonl or csv (got {fmt!r})")
+        raise bad_input(f"--format must be jsonl or csv (got {fmt!r})")
     kind = cast(ExportFormat, fmt.strip().lower())
     with _reading_audit(db, ValueError) as store:
         if out_file is None:

@@ -16,13 +16,26 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from guardrail.cli_audit import EXIT_BAD_INPUT, LABEL_STYLE, audit_app, open_run, replay_command
-from guardrail.cli_console import ui
-from guardrail.core.schema import AnswerReport, ClaimReport, Label, UrlVerdict
-from guardrail.settings import ConfigurationError, Settings
+from guardrail.apps.cli.audit import audit_app, replay_command
+from guardrail.apps.cli.batch import batch_command
+from guardrail.apps.cli.common import (
+    AllowPrivate,
+    UseAudit,
+    UseCache,
+    bad_input,
+    fail_on_internal_errors,
+    label_text,
+    load_settings,
+    open_run,
+    verdict_text,
+    warn_if_no_judge,
+)
+from guardrail.apps.cli.console import ui
+from guardrail.core.schema import ClaimReport
+from guardrail.settings import ConfigurationError
 
 if TYPE_CHECKING:
-    from guardrail.verifier import Verifier
+    pass
 
 app = typer.Typer(
     name="guardrail",
@@ -33,79 +46,10 @@ app = typer.Typer(
 )
 
 
-AllowPrivate = Annotated[
-    bool,
-    typer.Option(
-        "--allow-private-hosts",
-        help="Allow fetching loopback/private addresses (local testing only; SSRF risk).",
-    ),
-]
-UseCache = Annotated[bool, typer.Option("--cache/--no-cache", help="Use the page cache, as for `guardrail verify`.")]
-UseAudit = Annotated[
-    bool, typer.Option("--audit/--no-audit", help="Record decisions in the audit store, as for `verify`.")
-]
-
-
 @app.callback()
 def _root() -> None:
     """Check that the URLs an LLM cites really say what its answer claims."""
     ui.reset()  # read the terminal width now, not at import
-
-
-def bad_input(message: str) -> typer.Exit:
-    """Print ``message`` as an input error and return the exit to raise (code 2)."""
-    ui.err.print(f"[red]error:[/red] {message}", highlight=False)
-    return typer.Exit(EXIT_BAD_INPUT)
-
-
-def load_settings(allow_private_hosts: bool = False) -> Settings:
-    """Settings from the environment, with CLI flags applied; configuration errors exit 2."""
-    try:
-        settings = Settings.from_env()
-    except ConfigurationError as exc:
-        raise bad_input(str(exc)) from None
-    if allow_private_hosts:
-        settings = settings.model_copy(update={"allow_private_hosts": True})
-    return settings
-
-
-def warn_if_no_judge(verifier: Verifier, console: Console | None = None) -> None:
-    """Say clearly, on stderr (``console``), when nothing can be judged (rather than letting every
-    label read not_found)."""
-    if verifier.judge is None:
-        (console or ui.err).print(
-            "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
-            "embedded model); pages are fetched but nothing can be judged."
-        )
-
-
-def _label_text(label: Label) -> str:
-    return f"[{LABEL_STYLE[label]}]{label.value}[/]"
-
-
-def _verdict_text(verdict: UrlVerdict) -> str:
-    """The verdict's label, and how it reads when that is not the label itself (an unreachable page
-    is a dead link or could not be checked now; an internal error could not be checked)."""
-    text = _label_text(verdict.label)
-    if verdict.kind.value != verdict.label.value:
-        text += f" ({verdict.kind.value.replace('_', ' ')})"
-    return text
-
-
-EXIT_INTERNAL_ERROR = 3
-"""Exit code of ``check`` and ``demo`` when a verdict rests on a failure of our own code."""
-
-
-def fail_on_internal_errors(report: AnswerReport) -> None:
-    """Exit 3 after saying so when any verdict of ``report`` rests on a failure of our own code
-    (logged above with its traceback): such an answer was not really checked."""
-    if report.internal_errors:
-        ui.err.print(
-            f"[red]error:[/red] {report.internal_errors} citation(s) could not be checked because of a "
-            "failure of our own (internal_error, traceback logged above); this is not the pages' fault.",
-            soft_wrap=True,
-        )
-        raise typer.Exit(EXIT_INTERNAL_ERROR)
 
 
 def render_claim_report(report: ClaimReport, console: Console) -> None:
@@ -120,10 +64,10 @@ def render_claim_report(report: ClaimReport, console: Console) -> None:
         url = c.url if not c.final_url or c.final_url == c.url else f"{c.url}\n→ {c.final_url}"
         # Page text and URLs are data: escape them so "[bold]" in a quote is not rich markup.
         table.add_row(
-            escape(url), _verdict_text(c), c.reason or "", f"{c.confidence:.2f}", escape(c.evidence_quote or "")
+            escape(url), verdict_text(c), c.reason or "", f"{c.confidence:.2f}", escape(c.evidence_quote or "")
         )
     console.print(table)
-    console.print(f"overall: {_label_text(report.overall)}")
+    console.print(f"overall: {label_text(report.overall)}")
 
 
 @app.command()
@@ -289,7 +233,7 @@ def check(
     else:
         sys.stdout.write(guarded.text if guarded.text.endswith("\n") else guarded.text + "\n")
         counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "no citations"
-        ui.err.print(f"overall: {_label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
+        ui.err.print(f"overall: {label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
         run.hint()
     fail_on_internal_errors(report)
     if guarded.blocked:
@@ -308,8 +252,8 @@ def demo(
     """Guard a bundled answer end to end, offline and with no keys: its citations point at pages this
     command serves on 127.0.0.1, and the embedded judge decides. Exits 3 when a citation could not
     be checked because of a failure of our own (internal_error)."""
+    from guardrail.apps.demo import LoopbackSite, demo_answer, demo_routes, demo_verifier, describe_judge
     from guardrail.core.policy import Policy, apply_policy
-    from guardrail.demo import LoopbackSite, demo_answer, demo_routes, demo_verifier, describe_judge
 
     settings = load_settings()
     with LoopbackSite(demo_routes()) as site:
@@ -337,12 +281,12 @@ def demo(
             table.add_row(
                 escape(claim.text),
                 escape(verdict.url.replace(site.base, "")),
-                _verdict_text(verdict),
+                verdict_text(verdict),
                 escape(verdict.evidence_quote or verdict.reason or ""),
             )
     ui.out.print(table)
     ui.out.print(
-        f"overall: {_label_text(report.overall)} in {elapsed:.1f} s "
+        f"overall: {label_text(report.overall)} in {elapsed:.1f} s "
         f"(judge: {describe_judge(verifier.judge)}, embedder: {verifier.embedder.name})"
     )
     fail_on_internal_errors(report)
@@ -379,7 +323,7 @@ def serve(
             "reach this port can make the service fetch URLs."
         )
     uvicorn.run(
-        "guardrail.server:app_from_env",
+        "guardrail.apps.server:app_from_env",
         factory=True,
         host=host,
         port=port,
@@ -388,52 +332,7 @@ def serve(
     )
 
 
-@app.command()
-def batch(
-    input_file: Annotated[
-        Path,
-        typer.Argument(
-            metavar="OUTPUTS.jsonl", help='JSON lines: {"id", "claim", "urls"} or {"id", "answer", "sources"?}.'
-        ),
-    ],
-    out_path: Annotated[Path, typer.Option("--out", help="The CSV report: one row per citation.", dir_okay=False)],
-    html_out: Annotated[
-        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.", dir_okay=False)
-    ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Rows verified at once.", min=1)] = 4,
-    fresh: Annotated[
-        bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier run and verify every row again.")
-    ] = False,
-    allow_private_hosts: AllowPrivate = False,
-    cache: UseCache = True,
-    audit: UseAudit = True,
-) -> None:
-    """Verify every row of a JSONL file and report citation precision (supported / all citations).
-
-    Resumable: each finished row is checkpointed next to --out (OUT.checkpoint.jsonl); a rerun skips
-    the rows already done. Exit 0 when every row was verified, 1 when some failed, 2 on bad input.
-    """
-    from guardrail.batch import BatchInputError, run_batch_cli
-
-    try:
-        code = run_batch_cli(
-            input_file,
-            out_path,
-            html_path=html_out,
-            concurrency=concurrency,
-            fresh=fresh,
-            settings=load_settings(allow_private_hosts),
-            cache=cache,
-            audit=audit,
-            console=ui.out,
-            err_console=ui.err,
-        )
-    except (BatchInputError, ConfigurationError) as exc:
-        raise bad_input(str(exc)) from None
-    if code:
-        raise typer.Exit(code)
-
-
+app.command("batch")(batch_command)
 app.command("replay")(replay_command)
 app.add_typer(audit_app, name="audit")
 

@@ -519,7 +519,7 @@ def _version() -> str:
 
 
 def app_from_env() -> FastAPI:
-    """The app as ``guardrail serve`` runs it (a uvicorn factory: ``guardrail.server:app_from_env``)."""
+    """The app as ``guardrail serve`` runs it (a uvicorn factory: ``guardrail.apps.server:app_from_env``)."""
     return create_app()
 
 
