@@ -52,13 +52,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from guardrail.bridges import run_sync
 from guardrail.core.extract import extract_claims
 from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import normalize_for_match
 from guardrail.core.schema import Label, Reason, UrlVerdict
 from guardrail.retrieval import top_k
 from guardrail.settings import ConfigurationError
-from guardrail.verifier import ClaimTask, Fact, Verifier, run_sync
+from guardrail.verifier import ClaimTask, Fact, Verifier
 
 __all__ = [
     "DEFAULT_ANTI_CITATION_THRESHOLD",

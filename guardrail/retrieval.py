@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -54,16 +53,15 @@ _MODELS: dict[str, Any] = {}
 
 
 def _load_sentence_transformer(path: str) -> Any:
-    """Load a SentenceTransformer once per path per process, with the hub switched off."""
+    """Load a SentenceTransformer once per path per process, from local files only (never the
+    hub, and without touching the host's environment)."""
     with _MODEL_LOCK:
         model = _MODELS.get(path)
         if model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
             with quiet_model_loading():
-                model = SentenceTransformer(path, device="cpu")
+                model = SentenceTransformer(path, device="cpu", local_files_only=True)
             _MODELS[path] = model
         return model
 

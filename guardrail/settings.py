@@ -1,81 +1,135 @@
-"""The one list of environment settings, read once into a typed model."""
+"""The one list of environment settings, read once into a typed model (pydantic-settings).
+
+Each field is read from the variable named by its ``validation_alias`` (``GUARDRAIL_JUDGE``,
+``OPENAI_API_KEY``...); a blank variable counts as unset. Nothing else is read: no ``.env`` file,
+no secrets directory. Code may also pass fields by name: ``Settings(judge="openai")``.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 JudgeName = Literal["local", "openai", "anthropic", "ollama"]
 
-_TRUE = {"1", "true", "yes", "on"}
+DEFAULT_MAX_BYTES = 5_000_000
+"""The default cap on a fetched body, decoded (``GUARDRAIL_MAX_BYTES``)."""
+DEFAULT_FETCH_TIMEOUT = 15.0
+"""Seconds per page request by default (``GUARDRAIL_FETCH_TIMEOUT``)."""
 
 
 class ConfigurationError(ValueError):
     """A setting is missing or wrong; the message names the variable, never a secret's value."""
 
 
-class Settings(BaseModel):
+_ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("guardrail_settings_environment", default=None)
+
+
+class _MappingSource(EnvSettingsSource):
+    """Environment variables read from a mapping (``os.environ`` or the one given to ``from_env``)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environment: Mapping[str, str]) -> None:
+        self._environment = environment
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # Names are case-sensitive (model_config); values are stripped, and a blank one is unset.
+        return {name: value.strip() for name, value in self._environment.items() if value.strip()}
+
+
+def _env(variable: str, description: str = "", **kwargs: Any) -> Any:
+    """A field read from ``variable``."""
+    return Field(validation_alias=variable, description=description or None, **kwargs)
+
+
+class Settings(BaseSettings):
     """Every setting the guardrail reads from the environment, with its default.
 
-    Build it with :meth:`from_env`; pass an instance to ``Verifier(settings=...)`` to
-    configure in code instead.
+    ``Settings()`` reads the environment; :meth:`from_env` reads it too (or a mapping) and turns a
+    bad value into :class:`ConfigurationError`. Pass an instance to
+    :func:`guardrail.runtime.build_verifier` or ``Verifier(settings=...)`` to configure in code.
     """
 
-    judge: JudgeName | None = Field(default=None, description="GUARDRAIL_JUDGE")
-    judge_model: str | None = Field(default=None, description="GUARDRAIL_JUDGE_MODEL")
-    judge_timeout: float = Field(default=60.0, gt=0, description="GUARDRAIL_JUDGE_TIMEOUT (seconds)")
-    openai_api_key: SecretStr | None = Field(default=None, description="OPENAI_API_KEY")
-    openai_base_url: str | None = Field(default=None, description="OPENAI_BASE_URL")
-    anthropic_api_key: SecretStr | None = Field(default=None, description="ANTHROPIC_API_KEY")
-    anthropic_base_url: str | None = Field(default=None, description="ANTHROPIC_BASE_URL")
-    ollama_base_url: str = Field(default="http://localhost:11434/v1", description="OLLAMA_BASE_URL")
-    crawlbase_token: SecretStr | None = Field(default=None, description="CRAWLBASE_TOKEN")
-    crawlbase_js_token: SecretStr | None = Field(default=None, description="CRAWLBASE_JS_TOKEN")
-    crawlbase_api_url: str = Field(default="https://api.crawlbase.com/", description="CRAWLBASE_API_URL")
-    crawlbase_storage_url: str = Field(default="https://api.crawlbase.com/storage", description="CRAWLBASE_STORAGE_URL")
-    allow_private_hosts: bool = Field(default=False, description="GUARDRAIL_ALLOW_PRIVATE_HOSTS")
-    fetch_timeout: float = Field(default=15.0, gt=0, description="GUARDRAIL_FETCH_TIMEOUT (seconds)")
-    fetch_attempts: int = Field(
-        default=3, ge=1, description="GUARDRAIL_FETCH_ATTEMPTS (tries per page for transient failures)"
+    model_config = SettingsConfigDict(
+        populate_by_name=True, env_ignore_empty=True, extra="ignore", case_sensitive=True, frozen=False
     )
-    max_bytes: int = Field(default=5_000_000, gt=0, description="GUARDRAIL_MAX_BYTES")
-    max_redirects: int = Field(default=5, ge=0, description="GUARDRAIL_MAX_REDIRECTS")
-    concurrency: int = Field(default=8, ge=1, description="GUARDRAIL_CONCURRENCY")
-    top_k: int = Field(default=3, ge=1, description="GUARDRAIL_TOP_K")
-    cache_path: Path | None = Field(default=None, description="GUARDRAIL_CACHE (SQLite file)")
-    cache_ttl: float = Field(default=24 * 3600.0, ge=0, description="GUARDRAIL_CACHE_TTL (seconds)")
-    audit_path: Path | None = Field(default=None, description="GUARDRAIL_AUDIT_DB (SQLite file)")
-    api_key: SecretStr | None = Field(default=None, description="GUARDRAIL_API_KEY (service bearer token)")
-    max_body_bytes: int = Field(
-        default=8 * 1024 * 1024, gt=0, description="GUARDRAIL_MAX_BODY_BYTES (service request body cap)"
-    )
+
+    judge: JudgeName | None = _env("GUARDRAIL_JUDGE", "local, openai, anthropic or ollama", default=None)
+    judge_model: str | None = _env("GUARDRAIL_JUDGE_MODEL", default=None)
+    judge_timeout: float = _env("GUARDRAIL_JUDGE_TIMEOUT", "seconds", default=60.0, gt=0)
+    openai_api_key: SecretStr | None = _env("OPENAI_API_KEY", default=None)
+    openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
+    anthropic_api_key: SecretStr | None = _env("ANTHROPIC_API_KEY", default=None)
+    anthropic_base_url: str | None = _env("ANTHROPIC_BASE_URL", default=None)
+    ollama_base_url: str = _env("OLLAMA_BASE_URL", default="http://localhost:11434/v1")
+    crawlbase_token: SecretStr | None = _env("CRAWLBASE_TOKEN", default=None)
+    crawlbase_js_token: SecretStr | None = _env("CRAWLBASE_JS_TOKEN", default=None)
+    crawlbase_api_url: str = _env("CRAWLBASE_API_URL", default="https://api.crawlbase.com/")
+    crawlbase_storage_url: str = _env("CRAWLBASE_STORAGE_URL", default="https://api.crawlbase.com/storage")
+    allow_private_hosts: bool = _env("GUARDRAIL_ALLOW_PRIVATE_HOSTS", "1/true/yes/on or 0/false/no/off", default=False)
+    fetch_timeout: float = _env("GUARDRAIL_FETCH_TIMEOUT", "seconds", default=DEFAULT_FETCH_TIMEOUT, gt=0)
+    fetch_attempts: int = _env("GUARDRAIL_FETCH_ATTEMPTS", "tries per page for transient failures", default=3, ge=1)
+    max_bytes: int = _env("GUARDRAIL_MAX_BYTES", default=DEFAULT_MAX_BYTES, gt=0)
+    max_redirects: int = _env("GUARDRAIL_MAX_REDIRECTS", default=5, ge=0)
+    concurrency: int = _env("GUARDRAIL_CONCURRENCY", default=8, ge=1)
+    top_k: int = _env("GUARDRAIL_TOP_K", default=3, ge=1)
+    cache_path: Path | None = _env("GUARDRAIL_CACHE", "SQLite page cache file, or off", default=None)
+    cache_ttl: float = _env("GUARDRAIL_CACHE_TTL", "seconds", default=24 * 3600.0, ge=0)
+    audit_path: Path | None = _env("GUARDRAIL_AUDIT_DB", "SQLite audit store file, or off", default=None)
+    api_key: SecretStr | None = _env("GUARDRAIL_API_KEY", "the service's bearer token", default=None)
+    max_body_bytes: int = _env("GUARDRAIL_MAX_BODY_BYTES", "service request body cap", default=8 * 1024 * 1024, gt=0)
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _judge_name(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments first, then the environment (or the mapping given to :meth:`from_env`)."""
+        environment = _ENVIRONMENT.get()
+        return (init_settings, _MappingSource(settings_cls, os.environ if environment is None else environment))
+
+    @classmethod
+    def variable(cls, name: str) -> str:
+        """The environment variable that sets field ``name`` (e.g. ``GUARDRAIL_JUDGE``)."""
+        return str(cls.model_fields[name].validation_alias)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read the settings from ``env`` (default ``os.environ``); bad values raise ConfigurationError."""
-        env = os.environ if env is None else env
-        values: dict[str, object] = {}
-        for name, field in cls.model_fields.items():
-            var = str(field.description).split(" ")[0]
-            raw = env.get(var)
-            if raw is None or raw.strip() == "":
-                continue
-            raw = raw.strip()
-            if name == "allow_private_hosts":
-                values[name] = raw.lower() in _TRUE
-            elif name == "judge":
-                if raw.lower() not in ("local", "openai", "anthropic", "ollama"):
-                    raise ConfigurationError(
-                        f"GUARDRAIL_JUDGE must be one of local, openai, anthropic, ollama (got {raw!r})"
-                    )
-                values[name] = raw.lower()
-            else:
-                values[name] = raw
+        """Read the settings from ``env`` (default ``os.environ``); a bad value raises
+        :class:`ConfigurationError` naming the variable (never a secret's value)."""
+        token = _ENVIRONMENT.set(env)
         try:
-            return cls.model_validate(values)
-        except ValueError as exc:  # pydantic's message names the field; secrets are SecretStr
-            raise ConfigurationError(f"invalid guardrail setting: {exc}") from None
+            return cls()
+        except ValidationError as exc:
+            raise ConfigurationError(_describe(exc)) from None
+        finally:
+            _ENVIRONMENT.reset(token)
+
+
+def _describe(error: ValidationError) -> str:
+    """One line per bad variable, with pydantic's reason but never the value given."""
+    problems = []
+    for item in error.errors(include_input=False, include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "settings"
+        problems.append(f"{where}: {item['msg']}")
+    return "invalid guardrail setting: " + "; ".join(problems)

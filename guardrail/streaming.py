@@ -43,11 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import queue
-import threading
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Generator, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -57,7 +54,8 @@ from guardrail.core.policy import CitationBlocked, GuardedAnswer, OutputFormat, 
 from guardrail.core.schema import AnswerClaim, AnswerReport, Label, Reference, SourceInfo
 from guardrail.verifier import PageMemo, Verifier
 
-__all__ = ["AnswerStream", "StreamPiece", "aiter_from_sync", "iterate_sync", "merge_reports"]
+__all__ = ["AnswerStream", "StreamPiece", "merge_reports"]
+
 
 T = TypeVar("T")
 
@@ -303,77 +301,3 @@ def merge_reports(parts: Sequence[tuple[int, AnswerReport]]) -> AnswerReport:
 # --------------------------------------------------------------------------------------------
 # Bridges between sync and async iteration
 # --------------------------------------------------------------------------------------------
-
-_END = object()
-
-
-async def aiter_from_sync(items: Iterable[T]) -> AsyncIterator[T]:
-    """Iterate a blocking iterable from async code: each ``next()`` runs in a worker thread
-    (with the caller's context variables), so the event loop keeps running while it waits."""
-    it = iter(items)
-    while True:
-        item = await asyncio.to_thread(next, it, _END)
-        if item is _END:
-            return
-        yield item  # type: ignore[misc]
-
-
-def iterate_sync(factory: Callable[[], AsyncIterator[T]]) -> Generator[T, None, None]:
-    """Iterate the async iterator ``factory()`` from sync code, even inside a running event loop.
-
-    It runs on a fresh event loop in a worker thread (with the caller's context variables);
-    items are handed over as they come. Closing the returned iterator early cancels the async
-    side and waits for it to finish; an exception on the async side is raised here.
-    """
-    ctx = contextvars.copy_context()
-    handoff: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-    started = threading.Event()
-    holder: dict[str, Any] = {}
-
-    async def drive() -> None:
-        holder["loop"] = asyncio.get_running_loop()
-        holder["task"] = asyncio.current_task()
-        started.set()
-        agen = factory()
-        try:
-            async for item in agen:
-                handoff.put(("item", item))
-        except BaseException as exc:
-            handoff.put(("error", exc))
-            return
-        finally:
-            aclose = getattr(agen, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        handoff.put(("end", None))
-
-    def worker() -> None:
-        try:
-            asyncio.run(drive())
-        except BaseException as exc:  # cancelled from outside, or the loop failed to start
-            handoff.put(("error", exc))
-        finally:
-            started.set()
-
-    thread = threading.Thread(target=ctx.run, args=(worker,), name="guardrail-stream", daemon=True)
-    thread.start()
-    finished = False
-    try:
-        while True:
-            kind, value = handoff.get()
-            if kind == "item":
-                yield value
-            elif kind == "error":
-                finished = True
-                raise value
-            else:
-                finished = True
-                return
-    finally:
-        if not finished:
-            started.wait()
-            loop, task = holder.get("loop"), holder.get("task")
-            if loop is not None and task is not None:
-                with contextlib.suppress(RuntimeError):  # the loop has already closed
-                    loop.call_soon_threadsafe(task.cancel)
-        thread.join()

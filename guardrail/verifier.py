@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from guardrail.bridges import run_sync
 from guardrail.core.aggregate import aggregate, aggregate_text
 from guardrail.core.extract import extract_claims
 from guardrail.core.interpret import interpret
@@ -42,33 +42,6 @@ from guardrail.settings import Settings
 log = logging.getLogger("guardrail")
 
 T = TypeVar("T")
-
-
-def run_sync(coro_factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine to completion from sync code, even inside a running event loop.
-
-    Inside a running loop (Jupyter, an async framework calling sync code) the
-    coroutine runs on a fresh loop in a worker thread instead of nesting loops.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro_factory())
-    result: list[T] = []
-    error: list[BaseException] = []
-
-    def worker() -> None:
-        try:
-            result.append(asyncio.run(coro_factory()))
-        except BaseException as exc:
-            error.append(exc)
-
-    thread = threading.Thread(target=worker, name="guardrail-sync")
-    thread.start()
-    thread.join()
-    if error:
-        raise error[0]
-    return result[0]
 
 
 @dataclass(frozen=True)

@@ -110,9 +110,36 @@ class TestSettings:
         with pytest.raises(ConfigurationError, match="GUARDRAIL_JUDGE"):
             Settings.from_env({"GUARDRAIL_JUDGE": "gpt"})
 
-    def test_bad_number_names_the_field(self) -> None:
-        with pytest.raises(ConfigurationError, match="fetch_timeout"):
+    def test_bad_number_names_the_variable(self) -> None:
+        with pytest.raises(ConfigurationError, match="GUARDRAIL_FETCH_TIMEOUT") as info:
             Settings.from_env({"GUARDRAIL_FETCH_TIMEOUT": "soon"})
+        assert "soon" not in str(info.value)  # values are never echoed (they may be secrets)
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [
+            ("1", True),
+            ("true", True),
+            ("ON", True),
+            ("yes", True),
+            ("0", False),
+            ("false", False),
+            ("off", False),
+            ("no", False),
+            ("", False),
+        ],
+    )
+    def test_the_ssrf_opening_reads_off_as_off(self, raw: str, expected: bool) -> None:
+        assert Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": raw}).allow_private_hosts is expected
+
+    def test_an_unclear_switch_is_an_error_not_a_guess(self) -> None:
+        with pytest.raises(ConfigurationError, match="GUARDRAIL_ALLOW_PRIVATE_HOSTS"):
+            Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": "maybe"})
+
+    def test_os_environ_is_the_default_and_code_may_name_fields(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("GUARDRAIL_TOP_K", "7")
+        assert Settings.from_env().top_k == 7 and Settings().top_k == 7
+        assert Settings(top_k=2).top_k == 2 and Settings.from_env({}).top_k == 3
 
     def test_secrets_are_not_printed(self) -> None:
         s = Settings.from_env({"OPENAI_API_KEY": "sk-very-secret", "CRAWLBASE_TOKEN": "tok-very-secret"})

@@ -294,6 +294,9 @@ async def test_token_never_reaches_logs_pages_or_reprs(api: FakeCrawlbase, caplo
     for page in pages.values():
         assert NORMAL_TOKEN not in page.model_dump_json() and JS_TOKEN not in page.model_dump_json()
     assert NORMAL_TOKEN not in repr(fetcher) and JS_TOKEN not in repr(fetcher)
+    # ... and without touching the host's loggers: the token is added only on the wire.
+    assert not logging.getLogger("httpx").filters and not logging.getLogger("httpcore").filters
+    assert {c.token for c in api.calls_for(urls[0])} == {NORMAL_TOKEN}
 
 
 async def test_transport_errors_are_scrubbed(caplog: pytest.LogCaptureFixture) -> None:

@@ -20,8 +20,8 @@ def test_every_reason_code_is_in_the_reason_table() -> None:
 
 def test_every_setting_is_in_the_configuration_table() -> None:
     table = README.split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    for name, field in Settings.model_fields.items():
-        variable = str(field.description).split(" ")[0]
+    for name in Settings.model_fields:
+        variable = Settings.variable(name)
         assert f"`{variable}`" in table, f"{variable} ({name}) is not documented in the README"
 
 

@@ -27,7 +27,7 @@ from guardrail import (
     merge_reports,
     stream_cut,
 )
-from guardrail.streaming import aiter_from_sync, iterate_sync
+from guardrail.bridges import aiter_from_sync, iterate_sync
 from tests.fakes import OverlapJudge, fixture_verifier
 from tests.fixtures.pages import TITANIC
 from tests.fixtures.server import FixtureServer, Route, SlowPage

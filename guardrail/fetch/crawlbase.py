@@ -22,10 +22,11 @@ an account out of credits (402) or the API's "invalid token" answer raise
 call would fail the same way, and reporting that as N unreachable citations would hide it.
 Every other failure is per page, a ``FetchedPage`` with ``reason`` set.
 
-**Secrets.** The token travels in the query string, so it is kept as a ``SecretStr``,
-never put in a log line, exception message, repr or ``FetchedPage`` (only ``rid`` is kept,
-never the storage URL), exceptions from httpx are re-raised scrubbed and without their
-chain, and a filter on the ``httpx`` logger masks ``token=`` in its request log lines.
+**Secrets.** The token travels in the query string, so it is kept as a ``SecretStr`` and
+added to the URL only by the transport, after httpx has built and logged the URL without it:
+it is never in a log line (with no filter on anyone's logger), exception message, repr or
+``FetchedPage`` (only ``rid`` is kept, never the storage URL), and exceptions from httpx are
+re-raised scrubbed and without their chain.
 
 **SSRF.** Crawlbase fetches from its own network, so our private addresses are out of its
 reach; name resolution for the target happens on Crawlbase's side and is not repeated
@@ -40,7 +41,9 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote
@@ -84,25 +87,44 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return _TOKEN_PARAM.sub(r"\1***", text)
 
 
-class _RedactTokenParams(logging.Filter):
-    """Masks ``token=...`` in records of the httpx logger (it logs every request URL at INFO)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str) and "token=" in record.msg.lower():
-            record.msg = redact(record.msg)
-        if record.args:
-            args = record.args if isinstance(record.args, tuple) else (record.args,)
-            if any("token=" in str(a).lower() for a in args):
-                record.args = tuple(redact(str(a)) if "token=" in str(a).lower() else a for a in args)
-        return True
+_TOKEN_EXTENSION = "guardrail.crawlbase_token"
+"""The request extension naming which token a request carries (never the token itself)."""
 
 
-def install_log_redaction() -> None:
-    """Add the token-masking filter to the ``httpx`` and ``httpcore`` loggers (idempotent)."""
-    for name in ("httpx", "httpcore"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _RedactTokenParams) for f in logger.filters):
-            logger.addFilter(_RedactTokenParams())
+class _TokenTransport(httpx.AsyncBaseTransport):
+    """Adds the token a request names (``extensions[_TOKEN_EXTENSION]``) to its URL on the way out.
+
+    httpx builds, logs ("HTTP Request: GET <url>") and reports the URL without it; only the copy
+    handed to the network carries it. So the token never reaches a log line, whatever the host
+    application's logging, with no filter installed on anyone's logger. Proxies and CA bundles
+    from the environment are honoured, as a default client would.
+    """
+
+    def __init__(self, tokens: Mapping[str, SecretStr], api_url: str) -> None:
+        self._tokens = dict(tokens)
+        self._inner = httpx.AsyncHTTPTransport(trust_env=True, proxy=_environment_proxy(api_url))
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        which = request.extensions.get(_TOKEN_EXTENSION)
+        if which is None:
+            return await self._inner.handle_async_request(request)
+        extensions = {k: v for k, v in request.extensions.items() if k != _TOKEN_EXTENSION}
+        url = request.url.copy_merge_params({"token": self._tokens[which].get_secret_value()})
+        outgoing = httpx.Request(
+            request.method, url, headers=request.headers, stream=request.stream, extensions=extensions
+        )
+        return await self._inner.handle_async_request(outgoing)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``)."""
+    parsed = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass(parsed.hostname or ""):
+        return None
+    return urllib.request.getproxies().get(parsed.scheme)
 
 
 @dataclass(frozen=True)
@@ -209,7 +231,6 @@ class CrawlbaseFetcher:
         )
         self.policy = policy or SsrfPolicy(allow_private=allow_private_hosts)
         self.user_agent = user_agent
-        install_log_redaction()
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> CrawlbaseFetcher:
@@ -270,10 +291,14 @@ class CrawlbaseFetcher:
         if not unique:
             return {}
         semaphore = asyncio.Semaphore(self.concurrency)
+        tokens = {"CRAWLBASE_TOKEN": self._token}
+        if self._js_token is not None:
+            tokens["CRAWLBASE_JS_TOKEN"] = self._js_token
         async with httpx.AsyncClient(
             timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 15.0)),
             follow_redirects=False,
             headers={"User-Agent": self.user_agent, "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.1"},
+            transport=_TokenTransport(tokens, self.api_url),
         ) as client:
 
             async def bounded(url: str) -> FetchedPage:
@@ -342,15 +367,20 @@ class CrawlbaseFetcher:
         variable = "CRAWLBASE_JS_TOKEN" if js else "CRAWLBASE_TOKEN"
         if token is None:
             raise ConfigurationError(f"{variable} is not set")
-        params = {"token": token.get_secret_value(), "url": url, "format": "md", "store": "true"}
+        params = {"url": url, "format": "md", "store": "true"}  # the transport adds the token
         if readability:
             params["md_readability"] = "true"
+        extensions = {_TOKEN_EXTENSION: variable}
 
         async def attempt(seconds_left: float) -> _Answer:
             timeout = httpx.Timeout(min(self.timeout, max(seconds_left, 0.001)), connect=min(self.timeout, 15.0))
-            async with client.stream("GET", self.api_url, params=params, timeout=timeout) as response:
+            request = client.build_request("GET", self.api_url, params=params, timeout=timeout, extensions=extensions)
+            response = await client.send(request, stream=True)
+            try:
                 answer = await self._answer(response, url, variable)
                 retry_after = parse_retry_after(response.headers)
+            finally:
+                await response.aclose()
             return replace(answer, retry_after=retry_after)
 
         def note(why: Transient, attempt_number: int, wait: float) -> None:
@@ -488,14 +518,14 @@ async def read_stored(
             tokens.append(("CRAWLBASE_JS_TOKEN", settings.crawlbase_js_token))
     if not tokens:
         raise ConfigurationError("CRAWLBASE_TOKEN is not set; it is needed to read stored pages")
-    install_log_redaction()
     url = storage_url or settings.crawlbase_storage_url
     secrets = [t.get_secret_value() for _, t in tokens]
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False) as client:
-        for variable, secret in tokens:
-            params = {"token": secret.get_secret_value(), "rid": rid}
+    transport = _TokenTransport(dict(tokens), url)
+    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport) as client:
+        for variable, _secret in tokens:
+            extensions = {_TOKEN_EXTENSION: variable}
             try:
-                async with client.stream("GET", url, params=params) as response:
+                async with client.stream("GET", url, params={"rid": rid}, extensions=extensions) as response:
                     status = response.status_code
                     if status == 404:
                         continue

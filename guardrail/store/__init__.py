@@ -3,8 +3,8 @@
 * :class:`PageCache`: fetched pages kept for a TTL (default 24 h), keyed by URL and the fetch
   options that change them (a :class:`~guardrail.fetch.base.PageStore` for
   :class:`~guardrail.fetch.once.FetchOnce`).
-* :class:`AuditStore`: one row per decided citation, with the exact text the judge saw,
-  and replay (Crawlbase Storage API for pages with a rid, the local copy otherwise).
+* :class:`AuditStore`: one row per decided citation, with the exact text the judge saw
+  (:mod:`guardrail.replay` reads it back, through the Crawlbase Storage API for pages with a rid).
 
 Locations: ``GUARDRAIL_CACHE`` and ``GUARDRAIL_AUDIT_DB`` (``off`` turns a store off). The
 library uses a store only when it is given one (or the variable is set and the caller
@@ -15,7 +15,7 @@ asks ``from_settings``); the CLI defaults to :func:`default_cache_path` and
 from __future__ import annotations
 
 from guardrail.store._sqlite import StoreError
-from guardrail.store.audit import AuditRecord, AuditStore, ExportFormat, Replay, content_hash, parse_since
+from guardrail.store.audit import AuditRecord, AuditStore, ExportFormat, content_hash, parse_since
 from guardrail.store.cache import CacheClass, FetchOptions, PageCache, cache_class, cache_key
 from guardrail.store.paths import default_audit_path, default_cache_path, resolve_path, user_cache_dir
 
@@ -26,7 +26,6 @@ __all__ = [
     "ExportFormat",
     "FetchOptions",
     "PageCache",
-    "Replay",
     "StoreError",
     "cache_class",
     "cache_key",

@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic import BaseModel, Field
 
-from guardrail.core.schema import FetchedPage, Label
-from guardrail.settings import ConfigurationError, Settings
+from guardrail.core.schema import Label
 from guardrail.store._sqlite import SQLiteFile, StoreError
 
 if TYPE_CHECKING:
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("guardrail.store")
 
 ExportFormat = Literal["jsonl", "csv"]
-TextSource = Literal["crawlbase_storage", "local", "none"]
 
 _COLUMNS = (
     "id, created_at, claim, url, final_url, label, reason, confidence, evidence_quote, judge, "
@@ -73,23 +71,6 @@ class AuditRecord(BaseModel):
     content_hash: str = Field(default="", description="sha256 of the fetched text; empty when none.")
     original_status: int | None = None
     passages: list[str] = Field(default_factory=list, description="The passages shown to the judge.")
-
-
-class Replay(BaseModel):
-    """What a judge saw for one decision, read back: the page text and the passages shown.
-
-    ``text_source`` says where ``text`` came from; ``content_hash_ok`` whether it hashes to
-    the recorded ``content_hash`` (None when there is nothing to compare); ``note`` why
-    the Storage API was not used or failed (never holding a token).
-    """
-
-    record: AuditRecord | None
-    text: str | None = None
-    text_source: TextSource = "none"
-    passages: list[str] = Field(default_factory=list)
-    content_hash_ok: bool | None = None
-    stored: FetchedPage | None = Field(default=None, description="The Storage API's copy, when read.")
-    note: str | None = None
 
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.I)
@@ -397,72 +378,3 @@ class AuditStore(SQLiteFile):
             writer.writerow({k: "" if data[k] is None else data[k] for k in fields})
             n += 1
         return n
-
-    # -- replay ------------------------------------------------------------------
-
-    async def areplay(self, id_or_rid: str | int, *, settings: Settings | None = None) -> list[Replay]:
-        """What the judge saw for the row with this id, or for every row with this rid.
-
-        A row with a rid has its page read back through the Crawlbase Storage API when a
-        token is configured (``CRAWLBASE_TOKEN`` or ``CRAWLBASE_JS_TOKEN``; storage is per
-        token, both are tried), falling back to the local copy with a ``note`` saying why;
-        other rows show the local copy. A rid with no row here is still read from the
-        Storage API. Raises LookupError when nothing matches.
-        """
-        ident = str(id_or_rid).strip()
-        records = self.resolve(ident)
-        settings = settings if settings is not None else Settings.from_env()
-        has_token = settings.crawlbase_token is not None or settings.crawlbase_js_token is not None
-        stored: dict[str, FetchedPage | str] = {}
-
-        async def from_storage(rid: str) -> FetchedPage | str:
-            """The stored page, or why it could not be read (messages never hold a token)."""
-            if rid not in stored:
-                from guardrail.fetch.crawlbase import CrawlbaseError, read_stored
-
-                try:
-                    stored[rid] = await read_stored(rid, settings=settings, timeout=settings.fetch_timeout)
-                except LookupError:
-                    stored[rid] = f"the Crawlbase Storage API has no page for rid {rid!r}"
-                except (ConfigurationError, CrawlbaseError, ValueError) as exc:
-                    stored[rid] = str(exc)
-            return stored[rid]
-
-        if not records:
-            if ident.isdigit() or not has_token:
-                raise LookupError(f"no audit row with id or rid {ident!r} in {self.path}")
-            page = await from_storage(ident)
-            if isinstance(page, str):
-                raise LookupError(f"no audit row with id or rid {ident!r} in {self.path}, and {page}")
-            return [Replay(record=None, text=page.text, text_source="crawlbase_storage", stored=page)]
-
-        replays: list[Replay] = []
-        for record in records:
-            local = self.content(record.content_hash)
-            replay = Replay(record=record, passages=record.passages)
-            notes: list[str] = []
-            if record.rid and has_token:
-                page = await from_storage(record.rid)
-                if isinstance(page, FetchedPage):
-                    replay.text, replay.text_source, replay.stored = page.text, "crawlbase_storage", page
-                else:
-                    notes.append(f"{page}; showing the local copy")
-            elif record.rid:
-                notes.append("no CRAWLBASE_TOKEN or CRAWLBASE_JS_TOKEN set; showing the local copy")
-            if replay.text_source == "none" and local is not None:
-                replay.text, replay.text_source = local, "local"
-            elif replay.text_source == "none" and record.content_hash:
-                notes.append("the page text was not stored locally")
-            if replay.text is not None and record.content_hash:
-                replay.content_hash_ok = content_hash(replay.text) == record.content_hash
-                if not replay.content_hash_ok and replay.text_source == "crawlbase_storage":
-                    notes.append("the Storage API copy differs from the text the judge saw")
-            replay.note = "; ".join(notes) or None
-            replays.append(replay)
-        return replays
-
-    def replay(self, id_or_rid: str | int, *, settings: Settings | None = None) -> list[Replay]:
-        """Synchronous :meth:`areplay`."""
-        from guardrail.verifier import run_sync
-
-        return run_sync(lambda: self.areplay(id_or_rid, settings=settings))

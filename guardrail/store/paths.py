@@ -6,17 +6,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import platformdirs
+
 OFF_VALUES = frozenset({"off", "none", "no", "false", "0", "disabled"})
 """Values of ``GUARDRAIL_CACHE`` / ``GUARDRAIL_AUDIT_DB`` that turn the store off."""
 
 
 def user_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/guardrail``, else ``~/.cache/guardrail`` (``%LOCALAPPDATA%`` on Windows)."""
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    if not base and os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA", "").strip()
-    root = Path(base).expanduser() if base else Path.home() / ".cache"
-    return root / "guardrail"
+    """The platform's user cache folder for guardrail (platformdirs): ``$XDG_CACHE_HOME/guardrail``
+    or ``~/.cache/guardrail`` on Linux, ``~/Library/Caches/guardrail`` on macOS,
+    ``%LOCALAPPDATA%\\guardrail\\Cache`` on Windows."""
+    return Path(platformdirs.user_cache_dir("guardrail", appauthor=False))
 
 
 def default_cache_path() -> Path:

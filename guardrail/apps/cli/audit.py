@@ -32,11 +32,12 @@ from rich.text import Text
 from guardrail.apps.cli.common import LABEL_STYLE, bad_input, load_settings
 from guardrail.apps.cli.console import ui
 from guardrail.core.schema import Label
+from guardrail.replay import Replay
+from guardrail.replay import replay as replay_audit
 from guardrail.store import (
     AuditRecord,
     AuditStore,
     ExportFormat,
-    Replay,
     StoreError,
     default_audit_path,
     resolve_path,
@@ -180,7 +181,7 @@ def replay_command(
     """
     with _reading_audit(db, StoreError) as store:
         try:
-            replays = store.replay(id_or_rid, settings=load_settings())
+            replays = replay_audit(store, id_or_rid, settings=load_settings())
         except (LookupError, ValueError) as exc:
             raise bad_input(str(exc).strip("'\"")) from None
     if as_json:

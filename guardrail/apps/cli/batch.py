@@ -23,9 +23,9 @@ from guardrail.apps.cli.common import (
     warn_if_no_judge,
 )
 from guardrail.apps.cli.console import ui
+from guardrail.bridges import run_sync
 from guardrail.core.schema import Label
 from guardrail.settings import ConfigurationError, Settings
-from guardrail.verifier import run_sync
 
 
 def batch_command(

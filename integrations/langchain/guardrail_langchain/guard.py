@@ -33,9 +33,9 @@ from guardrail import (
     Verifier,
     build_verifier,
 )
+from guardrail.bridges import aiter_from_sync, iterate_sync, run_sync
 from guardrail.core.policy import OutputFormat, apply_policy
-from guardrail.streaming import StreamPiece, aiter_from_sync, iterate_sync
-from guardrail.verifier import run_sync
+from guardrail.streaming import StreamPiece
 
 __all__ = ["CITATION_REPORT_EVENT", "REPORT_METADATA_KEY", "CitationGuard", "get_citation_report"]
 

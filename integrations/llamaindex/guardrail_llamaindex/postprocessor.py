@@ -12,7 +12,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from guardrail import Action, Label, PageMemo, Policy, TextReport, VerdictKind, Verifier, build_verifier
-from guardrail.verifier import run_sync
+from guardrail.bridges import run_sync
 from guardrail_llamaindex._nodes import node_text, node_url
 
 log = logging.getLogger("guardrail.llamaindex")

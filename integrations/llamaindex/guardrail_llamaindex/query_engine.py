@@ -28,8 +28,8 @@ from guardrail import (
     apply_policy,
     build_verifier,
 )
+from guardrail.bridges import aiter_from_sync, iterate_sync
 from guardrail.core.policy import OutputFormat
-from guardrail.streaming import aiter_from_sync, iterate_sync
 from guardrail_llamaindex._nodes import Chunk, as_source
 
 REPORT_KEY = "citation_report"
