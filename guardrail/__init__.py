@@ -20,6 +20,7 @@ from guardrail.core.policy import (
     apply_policy,
     render_badge,
 )
+from guardrail.core.report import merge_reports
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
@@ -49,7 +50,7 @@ from guardrail.grounding import (
 )
 from guardrail.runtime import Runtime, build_runtime, build_verifier
 from guardrail.settings import ConfigurationError, Settings
-from guardrail.streaming import AnswerStream, StreamPiece, merge_reports
+from guardrail.streaming import AnswerStream, StreamPiece
 from guardrail.verifier import ClaimTask, Fact, Verifier
 
 __all__ = [

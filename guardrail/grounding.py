@@ -44,9 +44,9 @@ thresholds in [0, 1]); a request over one raises :class:`GroundingLimitError` na
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,8 +56,8 @@ from guardrail.bridges import run_sync
 from guardrail.core.extract import extract_claims
 from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import normalize_for_match
-from guardrail.core.schema import Label, Reason, UrlVerdict
-from guardrail.retrieval import top_k
+from guardrail.core.schema import AnswerClaim, ClaimReport, Label, Reason, UrlVerdict
+from guardrail.retrieval import best_indices, similarities
 from guardrail.settings import ConfigurationError
 from guardrail.verifier import ClaimTask, Fact, Verifier
 
@@ -259,23 +259,11 @@ async def _shortlist(
     embedder ranks closest to it; every fact when there are no more than ``limit``."""
     if len(facts) <= limit:
         return [list(range(len(facts))) for _ in claims]
-    texts = list(claims)
-    owner: list[int] = []
-    for i, fact in enumerate(facts):
-        for passage in split_passages(fact.fact_text):
-            texts.append(passage)
-            owner.append(i)
-    vectors = await asyncio.to_thread(verifier.embedder.embed, texts)
-    passages = vectors[len(claims) :]
+    scores = await similarities(verifier.embedder, claims, [split_passages(f.fact_text) for f in facts])
     out: list[list[int]] = []
     for n in range(len(claims)):
-        chosen: list[int] = []
-        for j in top_k(vectors[n], passages, len(owner)):
-            if owner[j] not in chosen:
-                chosen.append(owner[j])
-                if len(chosen) == limit:
-                    break
-        out.append(sorted(chosen))
+        best = [float(m[n].max()) if m.shape[1] else float("-inf") for m in scores]
+        out.append(sorted(best_indices(best, limit)))
     return out
 
 
@@ -336,75 +324,82 @@ async def acheck_grounding_request(
     if failed:
         total = sum(len(r.citations) for r in reports)
         raise GroundingJudgeError(f"the judge failed on {failed} of {total} (claim, fact) pairs; try again")
+    scored = {
+        claim_index: _score_claim(request, chosen, report)
+        for claim_index, chosen, report in zip(checked, shortlist, reports, strict=True)
+    }
+    return _response(request, extracted.claims, scored)
 
-    # (fact index, passage position) -> chunk text, for every chunk cited or anti-cited.
-    chunks: dict[tuple[int, int], str] = {}
-    per_claim: dict[int, tuple[list[tuple[int, int]], list[tuple[int, int]], float, float]] = {}
-    for claim_index, chosen, report in zip(checked, shortlist, reports, strict=True):
-        cites: list[tuple[int, int]] = []
-        anti: list[tuple[int, int]] = []
-        best_support = best_contra = 0.0
-        # The verifier answers one verdict per unique evidence, in order: facts are unique by index.
-        for fact_index, verdict in zip(chosen, report.citations, strict=True):
-            support, contra = _support(verdict), _contradiction(verdict)
-            best_support, best_contra = max(best_support, support), max(best_contra, contra)
-            cited = verdict.label == Label.supported and support >= spec.citation_threshold
-            anti_cited = (
-                spec.enable_anti_citations
-                and verdict.label == Label.contradicted
-                and contra >= spec.anti_citation_threshold
-            )
-            if cited or anti_cited:
-                pos, text = _chunk_of(request.facts[fact_index].fact_text, verdict.evidence_quote)
-                chunks[(fact_index, pos)] = text
-                (cites if cited else anti).append((fact_index, pos))
-        per_claim[claim_index] = (cites, anti, best_support, best_contra)
 
+@dataclass
+class _ClaimScore:
+    """One checked claim: the fact chunks it cites and anti-cites (fact index, passage position)
+    with their texts, and its best support and contradiction."""
+
+    cites: list[tuple[int, int]]
+    anti: list[tuple[int, int]]
+    chunks: dict[tuple[int, int], str]
+    support: float
+    contradiction: float
+
+
+def _score_claim(request: CheckGroundingRequest, chosen: Sequence[int], report: ClaimReport) -> _ClaimScore:
+    spec = request.grounding_spec
+    score = _ClaimScore(cites=[], anti=[], chunks={}, support=0.0, contradiction=0.0)
+    # The verifier answers one verdict per unique evidence, in order: facts are unique by index.
+    for fact_index, verdict in zip(chosen, report.citations, strict=True):
+        support, contra = _support(verdict), _contradiction(verdict)
+        score.support, score.contradiction = max(score.support, support), max(score.contradiction, contra)
+        cited = verdict.label == Label.supported and support >= spec.citation_threshold
+        contradicted = verdict.label == Label.contradicted and contra >= spec.anti_citation_threshold
+        anti_cited = spec.enable_anti_citations and contradicted
+        if cited or anti_cited:
+            pos, text = _chunk_of(request.facts[fact_index].fact_text, verdict.evidence_quote)
+            score.chunks[(fact_index, pos)] = text
+            (score.cites if cited else score.anti).append((fact_index, pos))
+    return score
+
+
+def _response(
+    request: CheckGroundingRequest, claims: Sequence[AnswerClaim], scored: Mapping[int, _ClaimScore]
+) -> CheckGroundingResponse:
+    """The Vertex-shaped answer: every chunk cited or anti-cited once, in (fact, position) order,
+    and every claim with its indices into them; the scores averaged over the checked claims."""
+    spec = request.grounding_spec
+    chunks = {key: text for score in scored.values() for key, text in score.chunks.items()}
     order = sorted(chunks)
     index_of = {key: i for i, key in enumerate(order)}
     cited_chunks = [
         FactChunk(
-            chunk_text=chunks[key],
-            source=str(key[0]),
-            source_metadata=dict(request.facts[key[0]].attributes) or None,
+            chunk_text=chunks[key], source=str(key[0]), source_metadata=dict(request.facts[key[0]].attributes) or None
         )
         for key in order
     ]
-    claims: list[GroundingClaim] = []
-    support_scores: list[float] = []
-    contra_scores: list[float] = []
-    for i, claim in enumerate(extracted.claims):
-        if i not in per_claim:
-            claims.append(
-                GroundingClaim(
-                    start_pos=claim.start,
-                    end_pos=claim.end,
-                    claim_text=claim.text,
-                    grounding_check_required=False,
-                )
-            )
-            continue
-        cites, anti, support, contra = per_claim[i]
-        support_scores.append(support)
-        contra_scores.append(contra)
-        claims.append(
+    out: list[GroundingClaim] = []
+    for i, claim in enumerate(claims):
+        score = scored.get(i)
+        out.append(
             GroundingClaim(
                 start_pos=claim.start,
                 end_pos=claim.end,
                 claim_text=claim.text,
-                citation_indices=[index_of[k] for k in cites],
-                anti_citation_indices=[index_of[k] for k in anti] if spec.enable_anti_citations else None,
-                grounding_check_required=True,
-                score=round(support, 6) if spec.enable_claim_level_score else None,
+                grounding_check_required=score is not None,
+                citation_indices=[index_of[k] for k in score.cites] if score else [],
+                anti_citation_indices=[index_of[k] for k in score.anti]
+                if score and spec.enable_anti_citations
+                else None,
+                score=round(score.support, 6) if score and spec.enable_claim_level_score else None,
             )
         )
-    support_score = sum(support_scores) / len(support_scores) if support_scores else 1.0
-    contradiction = sum(contra_scores) / len(contra_scores) if contra_scores else 0.0
+    support = [s.support for s in scored.values()]
+    contradiction = [s.contradiction for s in scored.values()]
     return CheckGroundingResponse(
-        support_score=round(support_score, 6),
+        support_score=round(sum(support) / len(support), 6) if support else 1.0,
         cited_chunks=cited_chunks,
-        claims=claims,
-        contradiction_score=round(contradiction, 6) if spec.enable_anti_citations else None,
+        claims=out,
+        contradiction_score=round(sum(contradiction) / len(contradiction) if contradiction else 0.0, 6)
+        if spec.enable_anti_citations
+        else None,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import threading
@@ -161,6 +162,27 @@ def top_k(query: Matrix, candidates: Matrix, k: int) -> list[int]:
     """
     if candidates.shape[0] == 0 or k < 1:
         return []
-    scores = candidates @ query.reshape(-1)
-    order = np.argsort(-scores, kind="stable")
+    return best_indices(candidates @ query.reshape(-1), k)
+
+
+def best_indices(scores: Sequence[float] | NDArray[np.floating[Any]], k: int) -> list[int]:
+    """Indices of the ``k`` highest ``scores``, best first; ties keep the earlier index first."""
+    if k < 1 or len(scores) == 0:
+        return []
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
     return [int(i) for i in order[:k]]
+
+
+async def similarities(embedder: Embedder, queries: Sequence[str], groups: Sequence[Sequence[str]]) -> list[Matrix]:
+    """Cosine similarity of every query to every text of each group: one ``(queries x texts)``
+    matrix per group, with every text embedded in one batch, off the event loop. The one
+    retrieval step shared by the verifier (passages of a page) and the grounding check (facts)."""
+    texts = [*queries, *(text for group in groups for text in group)]
+    vectors = await asyncio.to_thread(embedder.embed, texts)
+    asked = vectors[: len(queries)]
+    out: list[Matrix] = []
+    start = len(queries)
+    for group in groups:
+        out.append(asked @ vectors[start : start + len(group)].T)
+        start += len(group)
+    return out

@@ -48,10 +48,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from guardrail.core.aggregate import aggregate
 from guardrail.core.extract import extract_claims, stream_cut
 from guardrail.core.policy import CitationBlocked, GuardedAnswer, OutputFormat, Policy, apply_policy
-from guardrail.core.schema import AnswerClaim, AnswerReport, Label, Reference, SourceInfo
+from guardrail.core.report import merge_reports
+from guardrail.core.schema import AnswerReport
 from guardrail.verifier import PageMemo, Verifier
 
 __all__ = ["AnswerStream", "StreamPiece", "merge_reports"]
@@ -249,53 +249,6 @@ def _block_text(emitted: str, message: str) -> str:
     if not emitted or emitted.endswith("\n\n"):
         return message
     return ("\n" if emitted.endswith("\n") else "\n\n") + message
-
-
-def merge_reports(parts: Sequence[tuple[int, AnswerReport]]) -> AnswerReport:
-    """One report for consecutive pieces of an answer: ``(byte offset of the piece, its report)``.
-
-    Byte offsets are shifted to refer to the concatenated answer; ``overall`` and
-    ``label_counts`` are recomputed over every claim; ``sources`` are the last piece's.
-    """
-    answer: list[str] = []
-    claims: list[AnswerClaim] = []
-    references: list[Reference] = []
-    counts: dict[str, int] = {}
-    ref_start: int | None = None
-    ref_end: int | None = None
-    sources: list[SourceInfo] = []
-    for off, report in parts:
-        answer.append(report.answer)
-        for claim in report.claims:
-            claims.append(
-                claim.model_copy(
-                    update={
-                        "start": claim.start + off,
-                        "end": claim.end + off,
-                        "citations": [
-                            c.model_copy(update={"start": c.start + off, "end": c.end + off}) for c in claim.citations
-                        ],
-                    }
-                )
-            )
-        references.extend(r.model_copy(update={"start": r.start + off, "end": r.end + off}) for r in report.references)
-        if report.references_start is not None:
-            ref_start = report.references_start + off
-            ref_end = None if report.references_end is None else report.references_end + off
-        for label, n in report.label_counts.items():
-            counts[label] = counts.get(label, 0) + n
-        sources = report.sources
-    overall: Label = aggregate(c.overall for c in claims if c.overall is not None)
-    return AnswerReport(
-        answer="".join(answer),
-        claims=claims,
-        overall=overall,
-        label_counts=counts,
-        references=references,
-        references_start=ref_start,
-        references_end=ref_end,
-        sources=sources,
-    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from guardrail.bridges import run_sync
@@ -17,6 +17,7 @@ from guardrail.core.extract import extract_claims
 from guardrail.core.interpret import interpret
 from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import apply_quote_guard
+from guardrail.core.report import assemble_report
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
@@ -36,7 +37,7 @@ from guardrail.fetch.once import FetchOnce, PageMemo
 from guardrail.judges import judge_from_settings
 from guardrail.judges.base import Judge
 from guardrail.judges.batching import BatchingJudge
-from guardrail.retrieval import Embedder, shared_embedder, top_k
+from guardrail.retrieval import Embedder, best_indices, shared_embedder, similarities
 from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail")
@@ -209,68 +210,27 @@ class Verifier:
         Bad ``sources`` raise ``TypeError``/``ValueError`` naming the index.
         """
         extracted = extract_claims(answer, sources, url_key=url_key, cite_unmarked=cite_unmarked)
-        tasks: list[ClaimTask] = []
-        task_of: dict[int, int] = {}
-        for i, claim in enumerate(extracted.claims):
-            if not claim.grounding_check_required:
-                continue
-            evidence = [ev for ev in map(_citation_evidence, claim.citations) if ev is not None]
-            if evidence:
-                task_of[i] = len(tasks)
-                tasks.append(ClaimTask(claim=claim.plain_text or claim.text, evidence=evidence))
-        # A sentence that asserts nothing ("See <url> for details.") is not judged, but a reader
-        # still follows its links: they are fetched with the rest, and dead ones reported.
-        link_only = {
-            i: [ref.url.strip() for ref in claim.citations if ref.url]
-            for i, claim in enumerate(extracted.claims)
-            if not claim.grounding_check_required and claim.citations and all(ref.url for ref in claim.citations)
-        }
+        plan = _AnswerPlan.of(extracted.claims)
         memo = memo or PageMemo()
-        link_urls = list(dict.fromkeys(u for urls in link_only.values() for u in urls))
+        link_urls = list(dict.fromkeys(u for urls in plan.link_only.values() for u in urls))
         reports, link_pages = await asyncio.gather(
-            self.averify_many(tasks, memo=memo) if tasks else _nothing(),
+            self.averify_many(plan.tasks, memo=memo) if plan.tasks else _nothing(),
             self._fetch(link_urls, memo) if link_urls else _nothing_fetched(),
         )
-
-        claims: list[AnswerClaim] = []
-        counts: dict[str, int] = {}
+        claims = []
         for i, claim in enumerate(extracted.claims):
-            if i in link_only:
-                dead = self._dead_links(claim.plain_text or claim.text, link_only[i], link_pages)
+            if i in plan.link_only:
+                dead = self._dead_links(claim.plain_text or claim.text, plan.link_only[i], link_pages)
                 if dead is not None:
-                    for verdict in dead:
-                        counts[verdict.label.value] = counts.get(verdict.label.value, 0) + 1
                     claim = claim.model_copy(update={"verdicts": dead, "overall": Label.unreachable})
-                claims.append(claim)
-                continue
-            if not claim.grounding_check_required or not claim.citations:
-                claims.append(claim)
-                continue
-            by_evidence: dict[Evidence, UrlVerdict] = {}
-            if i in task_of:
-                unique = list(dict.fromkeys(tasks[task_of[i]].evidence))
-                by_evidence = dict(zip(unique, reports[task_of[i]].citations, strict=True))
-            verdicts: list[UrlVerdict] = []
-            for ref in claim.citations:
-                ev = _citation_evidence(ref)
-                if ev is None:
-                    verdict = UrlVerdict(
-                        url=ref.marker or (ref.ref or ""),
-                        label=Label.not_found,
-                        reason=Reason.unresolved_citation.value,
-                    )
-                else:
-                    verdict = by_evidence[ev]
-                verdicts.append(verdict)
-                counts[verdict.label.value] = counts.get(verdict.label.value, 0) + 1
-            claims.append(
-                claim.model_copy(update={"verdicts": verdicts, "overall": aggregate(v.label for v in verdicts)})
-            )
-        return AnswerReport(
-            answer=answer,
-            claims=claims,
-            overall=aggregate(c.overall for c in claims if c.overall is not None),
-            label_counts=counts,
+            elif claim.grounding_check_required and claim.citations:
+                report = reports[plan.task_of[i]] if i in plan.task_of else None
+                verdicts = _verdicts_in_citation_order(claim.citations, plan.tasks, plan.task_of.get(i), report)
+                claim = claim.model_copy(update={"verdicts": verdicts, "overall": aggregate(v.label for v in verdicts)})
+            claims.append(claim)
+        return assemble_report(
+            answer,
+            claims,
             references=extracted.references,
             references_start=extracted.references_start,
             references_end=extracted.references_end,
@@ -480,27 +440,21 @@ class Verifier:
         if not pairs:
             return []
         k = self.settings.top_k
-        claim_ids = sorted({i for i, _ in pairs})
-        sources = list(dict.fromkeys(ev for _, ev in pairs))
-        needs_ranking = [ev for ev in sources if len(source_passages[ev]) > k]
-        if not needs_ranking:
+        ranked = [ev for ev in dict.fromkeys(ev for _, ev in pairs) if len(source_passages[ev]) > k]
+        if not ranked:
             return [source_passages[ev] for _, ev in pairs]
-        texts = [tasks[i].claim for i in claim_ids]
-        offsets: dict[Evidence, int] = {}
-        for ev in needs_ranking:
-            offsets[ev] = len(texts)
-            texts.extend(source_passages[ev])
-        vectors = await asyncio.to_thread(self.embedder.embed, texts)
-        claim_row = {i: n for n, i in enumerate(claim_ids)}
+        claim_ids = sorted({i for i, _ in pairs})
+        row = {i: n for n, i in enumerate(claim_ids)}
+        scores = await similarities(
+            self.embedder, [tasks[i].claim for i in claim_ids], [source_passages[ev] for ev in ranked]
+        )
+        by_source = dict(zip(ranked, scores, strict=True))
         shown: list[list[str]] = []
         for i, ev in pairs:
             passages = source_passages[ev]
-            if ev not in offsets:
-                shown.append(passages)
-                continue
-            start = offsets[ev]
-            best = top_k(vectors[claim_row[i]], vectors[start : start + len(passages)], k)
-            shown.append([passages[j] for j in sorted(best)])
+            if ev in by_source:
+                passages = [passages[j] for j in sorted(best_indices(by_source[ev][row[i]], k))]
+            shown.append(passages)
         return shown
 
     async def _run_judge(self, requests: list[JudgeRequest]) -> list[JudgeVerdict]:
@@ -597,6 +551,54 @@ def _text_sentences(text: str, limit: int | None) -> list[str]:
         step = (len(sentences) - 1) / (limit - 1)
         sentences = [sentences[round(i * step)] for i in range(limit)]
     return sentences
+
+
+@dataclass
+class _AnswerPlan:
+    """What an answer's claims ask for: one task per claim to judge (``task_of``: claim index ->
+    task index), and the links of the sentences that assert nothing (fetched, not judged)."""
+
+    tasks: list[ClaimTask] = field(default_factory=list)
+    task_of: dict[int, int] = field(default_factory=dict)
+    link_only: dict[int, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, claims: Sequence[AnswerClaim]) -> _AnswerPlan:
+        plan = cls()
+        for i, claim in enumerate(claims):
+            if not claim.grounding_check_required:
+                # "See <url> for details." asserts nothing, but a reader still follows its links:
+                # they are fetched with the rest, and reported when all are dead.
+                if claim.citations and all(ref.url for ref in claim.citations):
+                    plan.link_only[i] = [ref.url.strip() for ref in claim.citations if ref.url]
+                continue
+            evidence = [ev for ev in map(_citation_evidence, claim.citations) if ev is not None]
+            if evidence:
+                plan.task_of[i] = len(plan.tasks)
+                plan.tasks.append(ClaimTask(claim=claim.plain_text or claim.text, evidence=evidence))
+        return plan
+
+
+def _verdicts_in_citation_order(
+    citations: Sequence[CitationRef], tasks: Sequence[ClaimTask], task: int | None, report: ClaimReport | None
+) -> list[UrlVerdict]:
+    """One verdict per citation of a claim, in order: its evidence's verdict from the claim's
+    report, or ``not_found`` / ``unresolved_citation`` for a marker that resolves nowhere."""
+    by_evidence: dict[Evidence, UrlVerdict] = {}
+    if task is not None and report is not None:
+        by_evidence = dict(zip(dict.fromkeys(tasks[task].evidence), report.citations, strict=True))
+    verdicts = []
+    for ref in citations:
+        ev = _citation_evidence(ref)
+        if ev is None:
+            verdicts.append(
+                UrlVerdict(
+                    url=ref.marker or (ref.ref or ""), label=Label.not_found, reason=Reason.unresolved_citation.value
+                )
+            )
+        else:
+            verdicts.append(by_evidence[ev])
+    return verdicts
 
 
 def _citation_evidence(ref: CitationRef) -> Evidence | None:

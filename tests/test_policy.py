@@ -419,3 +419,11 @@ def test_group_with_a_removed_number_shows_its_badge_first() -> None:
     assert g.text == f"Water boils ⛔ dead link [1].\n\n[1]: {A}\n"
     g2 = guard(answer, {A: N, D: U})
     assert g2.text == f"Water boils ⛔ dead link [1] ⚠️ unverified.\n\n[1]: {A}\n"
+
+
+def test_one_badge_per_kind_in_the_order_the_kinds_first_appear() -> None:
+    from guardrail.core.policy import _first_of_each_kind
+    from guardrail.core.schema import VerdictKind as K
+
+    specs = [(K.not_found, "a"), (K.supported, "b"), (K.not_found, "c"), (K.dead_link, None)]
+    assert _first_of_each_kind(specs) == [(K.not_found, "a"), (K.supported, "b"), (K.dead_link, None)]

@@ -41,7 +41,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from guardrail.core.schema import AnswerClaim, AnswerReport, CitationRef, Label, UrlVerdict, VerdictKind, overall_kind
+from guardrail.core.schema import (
+    AnswerClaim,
+    AnswerReport,
+    CitationRef,
+    Label,
+    Reference,
+    UrlVerdict,
+    VerdictKind,
+    overall_kind,
+)
 
 __all__ = [
     "POLICY_PRESETS",
@@ -355,144 +364,171 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
     Claims without verdicts (nothing cited, nothing to check) are left alone. Raises
     :class:`CitationBlocked` when the policy blocks and ``policy.raise_on_block`` is set.
     """
-    policy = policy or Policy()
     if fmt not in ("markdown", "html"):
         raise ValueError(f"unknown format {fmt!r}; choose markdown or html")
-    data = report.answer.encode("utf-8", "surrogatepass")
+    return _Application(report, policy or Policy(), fmt).run()
 
-    sites: dict[tuple[int, int], _Site] = {}
-    unchecked_refs: set[str] = set()
-    claim_sources: dict[int, list[_Use]] = {}
-    applied: dict[tuple[int, int], AppliedAction] = {}
-    blocked = False
-    for ci, claim in enumerate(report.claims):
-        if not claim.verdicts or len(claim.verdicts) != len(claim.citations):
-            # Unchecked claims keep their citations, so their reference entries must stay.
-            for ref in claim.citations:
-                if ref.ref is not None:
-                    unchecked_refs.add(ref.ref)
-            continue
-        for j, (ref, verdict) in enumerate(zip(claim.citations, claim.verdicts, strict=True)):
-            actions = policy.actions_for_verdict(verdict)
-            use = _Use(ci, j, ref, verdict, actions)
-            applied[(ci, j)] = AppliedAction(
-                claim_index=ci,
-                citation_index=j,
-                label=verdict.label,
-                kind=verdict.kind,
-                actions=sorted(actions, key=str),
-                url=ref.url,
-                marker=ref.marker,
-                inherited=ref.inherited,
-            )
-            if ref.kind == "source":
-                claim_sources.setdefault(ci, []).append(use)
+
+BadgeSpec = tuple[VerdictKind, "str | None"]
+"""A badge to render: the verdict's kind and its title (the evidence quote or the reason)."""
+
+
+class _Application:
+    """One application of a policy to a report: the uses of each citation, then the edits."""
+
+    def __init__(self, report: AnswerReport, policy: Policy, fmt: OutputFormat) -> None:
+        self.report, self.policy, self.fmt = report, policy, fmt
+        self.data = report.answer.encode("utf-8", "surrogatepass")
+        self.sites: dict[tuple[int, int], _Site] = {}
+        self.claim_sources: dict[int, list[_Use]] = {}
+        self.applied: dict[tuple[int, int], AppliedAction] = {}
+        self.stripped_refs: dict[str, bool] = {}  # reference label or source url -> every use stripped
+        self.claim_end_badges: dict[int, list[BadgeSpec]] = {}
+        self.edits: list[_Edit] = []
+
+    def run(self) -> GuardedAnswer:
+        blocked = self._collect()
+        if blocked:
+            if self.policy.raise_on_block:
+                raise CitationBlocked(self.report, self.policy.block_message)
+            return self._answer(self.policy.block_message, blocked=True)
+        for site in sorted(self.sites.values(), key=lambda site: site.start):
+            self.edits.append(self._site_edit(site))
+        self._source_badges()
+        self._claim_end_edits()
+        self._reference_edits()
+        return self._answer(_apply_edits(self.data, self.edits).decode("utf-8", "surrogatepass"), blocked=False)
+
+    def _answer(self, text: str, *, blocked: bool) -> GuardedAnswer:
+        actions = list(self.applied.values())
+        return GuardedAnswer(text=text, blocked=blocked, report=self.report, actions=actions, format=self.fmt)
+
+    def _collect(self) -> bool:
+        """Every citation's use and actions, grouped by the span it sits at; whether to block."""
+        blocked = False
+        for ci, claim in enumerate(self.report.claims):
+            if not claim.verdicts or len(claim.verdicts) != len(claim.citations):
+                # Unchecked claims keep their citations, so their reference entries must stay.
+                self.stripped_refs.update((ref.ref, False) for ref in claim.citations if ref.ref is not None)
                 continue
-            if Action.block in actions:
-                blocked = True
-            site = sites.setdefault((ref.start, ref.end), _Site(ref.start, ref.end, ref))
-            site.items.setdefault(_item_key(ref, j), []).append(use)
-    # A claim checked against sources passed in is judged as a whole: its overall label decides.
-    for ci in claim_sources:
-        overall = _claim_kind(report.claims[ci])
-        if overall is not None and Action.block in policy.actions_for(overall):
-            blocked = True
+            for j, (ref, verdict) in enumerate(zip(claim.citations, claim.verdicts, strict=True)):
+                use = _Use(ci, j, ref, verdict, self.policy.actions_for_verdict(verdict))
+                self.applied[(ci, j)] = AppliedAction(
+                    claim_index=ci,
+                    citation_index=j,
+                    label=verdict.label,
+                    kind=verdict.kind,
+                    actions=sorted(use.actions, key=str),
+                    url=ref.url,
+                    marker=ref.marker,
+                    inherited=ref.inherited,
+                )
+                if ref.kind == "source":
+                    self.claim_sources.setdefault(ci, []).append(use)
+                    continue
+                blocked = blocked or Action.block in use.actions
+                site = self.sites.setdefault((ref.start, ref.end), _Site(ref.start, ref.end, ref))
+                site.items.setdefault(_item_key(ref, j), []).append(use)
+        # A claim checked against sources passed in is judged as a whole: its overall label decides.
+        for ci in self.claim_sources:
+            overall = _claim_kind(self.report.claims[ci])
+            blocked = blocked or (overall is not None and Action.block in self.policy.actions_for(overall))
+        return blocked
 
-    if blocked:
-        if policy.raise_on_block:
-            raise CitationBlocked(report, policy.block_message)
-        return GuardedAnswer(
-            text=policy.block_message, blocked=True, report=report, actions=list(applied.values()), format=fmt
-        )
-
-    edits: list[_Edit] = []
-    stripped_refs: dict[str, bool] = dict.fromkeys(unchecked_refs, False)  # ref/url -> every use stripped
-    claim_end_badges: dict[int, list[tuple[VerdictKind, str | None]]] = {}
-
-    def note_ref(ref: CitationRef, stripped: bool) -> None:
+    def _note_ref(self, ref: CitationRef, stripped: bool) -> None:
         key = ref.ref if ref.ref is not None else (f"url:{ref.url}" if ref.kind == "source" else None)
         if key is not None:
-            stripped_refs[key] = stripped_refs.get(key, True) and stripped
+            self.stripped_refs[key] = self.stripped_refs.get(key, True) and stripped
 
-    for site in sorted(sites.values(), key=lambda s: s.start):
-        kept_labels: list[str] = []
-        badges: list[tuple[VerdictKind, str | None]] = []
+    def _badge(self, spec: BadgeSpec) -> str:
+        return render_badge(spec[0], self.policy, self.fmt, spec[1])
+
+    def _site_edit(self, site: _Site) -> _Edit:
+        """What one citation span becomes: kept, stripped, badged, or a group split by verdict."""
+        kept: list[str] = []
+        badges: list[BadgeSpec] = []
         item_badges: list[tuple[str, VerdictKind | None, str | None]] = []
-        all_stripped = True
         for key, uses in site.items.items():
             strip = all(Action.strip in u.actions for u in uses)
-            owner = next((u for u in uses if not u.ref.inherited), uses[0])
-            badge: tuple[VerdictKind, str | None] | None = None
-            if Action.annotate in owner.actions:
-                badge = (owner.verdict.kind, _title(owner.verdict))
+            badge = self._badge_uses(uses, strip)
+            if badge is not None:
                 badges.append(badge)
-            for u in uses:
-                note_ref(u.ref, strip)
-                a = applied[(u.claim, u.cit)]
-                a.stripped = strip
-                if u is owner and badge is not None:
-                    a.badge = render_badge(badge[0], policy, fmt, badge[1])
-                elif u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.verdict.kind):
-                    claim_end_badges.setdefault(u.claim, []).append((u.verdict.kind, _title(u.verdict)))
-                    a.badge = render_badge(u.verdict.kind, policy, fmt, _title(u.verdict))
             if not strip:
-                all_stripped = False
-                kept_labels.append(key)
+                kept.append(key)
             item_badges.append((key, badge[0] if badge else None, badge[1] if badge else None))
-        edits.append(_render_site(site, data, kept_labels, item_badges, badges, all_stripped, policy, fmt))
+        all_stripped = len(kept) == 0
+        return _render_site(site, self.data, kept, item_badges, badges, all_stripped, self.policy, self.fmt)
 
-    for ci, uses in claim_sources.items():
-        overall = _claim_kind(report.claims[ci])
+    def _badge_uses(self, uses: list[_Use], strip: bool) -> BadgeSpec | None:
+        """The badge shown at the span for one item (its own citation's verdict), and the
+        claim-end badges of covered sentences whose verdict differs from it."""
+        owner = next((u for u in uses if not u.ref.inherited), uses[0])
+        badge = (owner.verdict.kind, _title(owner.verdict)) if Action.annotate in owner.actions else None
         for u in uses:
-            note_ref(u.ref, Action.strip in u.actions)
-        if overall is not None and Action.annotate in policy.actions_for(overall):
-            best = next((u.verdict for u in uses if u.verdict.kind == overall and u.verdict.evidence_quote), None)
-            best = best or next((u.verdict for u in uses if u.verdict.kind == overall), None)
-            title = _title(best) if best else None
-            claim_end_badges.setdefault(ci, []).append((overall, title))
+            self._note_ref(u.ref, strip)
+            applied = self.applied[(u.claim, u.cit)]
+            applied.stripped = strip
+            if u is owner and badge is not None:
+                applied.badge = self._badge(badge)
+            elif u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.verdict.kind):
+                spec = (u.verdict.kind, _title(u.verdict))
+                self.claim_end_badges.setdefault(u.claim, []).append(spec)
+                applied.badge = self._badge(spec)
+        return badge
+
+    def _source_badges(self) -> None:
+        """Claims checked against sources passed in get one badge for the claim as a whole."""
+        for ci, uses in self.claim_sources.items():
+            overall = _claim_kind(self.report.claims[ci])
             for u in uses:
-                applied[(u.claim, u.cit)].badge = render_badge(overall, policy, fmt, title)
+                self._note_ref(u.ref, Action.strip in u.actions)
+            if overall is None or Action.annotate not in self.policy.actions_for(overall):
+                continue
+            same = [u.verdict for u in uses if u.verdict.kind == overall]
+            best = next((v for v in same if v.evidence_quote), same[0] if same else None)
+            spec = (overall, _title(best) if best else None)
+            self.claim_end_badges.setdefault(ci, []).append(spec)
+            for u in uses:
+                self.applied[(u.claim, u.cit)].badge = self._badge(spec)
 
-    for ci, badge_list in claim_end_badges.items():
-        end = report.claims[ci].end
-        seen: list[VerdictKind] = []
-        parts = []
-        for label, title in badge_list:
-            if label not in seen:
-                seen.append(label)
-                parts.append(render_badge(label, policy, fmt, title))
-        pad = " " if data[end : end + 1] and data[end : end + 1] not in b" \t\r\n" else ""
-        edits.append(_Edit(end, end, (" " + " ".join(parts) + pad).encode()))
+    def _claim_end_edits(self) -> None:
+        for ci, specs in self.claim_end_badges.items():
+            end = self.report.claims[ci].end
+            parts = [self._badge(spec) for spec in _first_of_each_kind(specs)]
+            after = self.data[end : end + 1]
+            pad = " " if after and after not in b" \t\r\n" else ""
+            self.edits.append(_Edit(end, end, (" " + " ".join(parts) + pad).encode()))
 
-    # Reference entries whose every citation was stripped, and the section once it is empty.
-    removed_entries = 0
-    for entry in report.references:
-        key = entry.label if entry.label is not None else f"url:{entry.url}"
-        if stripped_refs.get(key):
-            edits.append(_Edit(entry.start, entry.end, b""))
-            removed_entries += 1
-    section_entries = [
-        e
-        for e in report.references
-        if report.references_start is not None
-        and report.references_end is not None
-        and report.references_start <= e.start < report.references_end
-    ]
-    if section_entries and all(
-        stripped_refs.get(e.label if e.label is not None else f"url:{e.url}") for e in section_entries
-    ):
-        assert report.references_start is not None and report.references_end is not None
-        edits = [e for e in edits if not (report.references_start <= e.start < report.references_end)]
-        start = report.references_start
+    def _reference_edits(self) -> None:
+        """Reference entries whose every citation was stripped go, and the section once it is empty."""
+        report, data = self.report, self.data
+        for entry in report.references:
+            if self.stripped_refs.get(_entry_key(entry)):
+                self.edits.append(_Edit(entry.start, entry.end, b""))
+        start, end = report.references_start, report.references_end
+        if start is None or end is None:
+            return
+        section = [e for e in report.references if start <= e.start < end]
+        if not section or not all(self.stripped_refs.get(_entry_key(e)) for e in section):
+            return
+        self.edits = [e for e in self.edits if not (start <= e.start < end)]
         while start > 0 and data[start - 1 : start] in (b" ", b"\t", b"\n", b"\r"):
             start -= 1
-        end = report.references_end
         if not data[end:].strip():
             end = len(data)
-        edits.append(_Edit(start, end, b"\n" if data.endswith(b"\n") else b""))
+        self.edits.append(_Edit(start, end, b"\n" if data.endswith(b"\n") else b""))
 
-    text = _apply_edits(data, edits).decode("utf-8", "surrogatepass")
-    return GuardedAnswer(text=text, blocked=False, report=report, actions=list(applied.values()), format=fmt)
+
+def _entry_key(entry: Reference) -> str:
+    return entry.label if entry.label is not None else f"url:{entry.url}"
+
+
+def _first_of_each_kind(specs: list[BadgeSpec]) -> list[BadgeSpec]:
+    """One badge per kind: the first of each, in order of first appearance."""
+    first: dict[VerdictKind, BadgeSpec] = {}
+    for spec in specs:
+        first.setdefault(spec[0], spec)
+    return list(first.values())
 
 
 def _render_site(
@@ -509,14 +545,8 @@ def _render_site(
     original = data[site.start : site.end]
     distinct = list(dict.fromkeys(label for label, _ in badges))
 
-    def render(pairs: list[tuple[VerdictKind, str | None]]) -> str:
-        seen: list[VerdictKind] = []
-        out = []
-        for label, title in pairs:
-            if label not in seen:
-                seen.append(label)
-                out.append(render_badge(label, policy, fmt, title))
-        return " ".join(out)
+    def render(pairs: list[BadgeSpec]) -> str:
+        return " ".join(render_badge(kind, policy, fmt, title) for kind, title in _first_of_each_kind(pairs))
 
     after = data[site.end : site.end + 1]
     # A badge must not run into what follows it ("[1] ✅ supported[2]").

@@ -198,16 +198,6 @@ class PageAssessment(BaseModel):
     reason: str | None = None
 
 
-class Passage(BaseModel):
-    """A piece of evidence text shown to the judge."""
-
-    model_config = ConfigDict(frozen=True)
-
-    text: str
-    source: str = Field(description="The URL it came from, or 'fact:<index>' for given facts.")
-    index: int = Field(default=0, description="Position of the passage within its source.")
-
-
 class JudgeRequest(BaseModel):
     """One claim and the passages retrieved for it from one source."""
 

@@ -76,7 +76,7 @@ def convert(body: bytes, content_type: str | None, url: str | None = None) -> Co
         text, title = pdf_to_text(body)
     elif kind in TEXT_TYPES or kind in MARKDOWN_TYPES:
         text = _tidy(decode_body(body, content_type))
-        title = _markdown_title(text) if kind in MARKDOWN_TYPES else None
+        title = markdown_title(text) if kind in MARKDOWN_TYPES else None
     else:
         return Converted(content_type=kind or None, reason=Reason.unsupported_content_type.value)
     return Converted(text=text, title=title, content_type=kind)
@@ -207,7 +207,8 @@ def pdf_to_text(body: bytes) -> tuple[str, str | None]:
     return _tidy("\n\n".join(pages)), (str(title).strip() or None) if title else None
 
 
-def _markdown_title(text: str) -> str | None:
+def markdown_title(text: str) -> str | None:
+    """The first level-1 markdown heading of ``text`` (its first 4 KB), as a page title."""
     match = _MD_HEADING.search(text[:4096])
     return match.group(1) if match else None
 

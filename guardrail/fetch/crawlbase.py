@@ -54,15 +54,14 @@ from pydantic import SecretStr
 from guardrail.core.interpret import non_whitespace_chars
 from guardrail.core.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.fetch._http import DEFAULT_USER_AGENT, BodyTooLarge, read_capped
-from guardrail.fetch.convert import HTML_TYPES, convert, decode_body, media_type
+from guardrail.fetch.convert import HTML_TYPES, convert, decode_body, markdown_title, media_type
 from guardrail.fetch.ssrf import SsrfPolicy, UrlRefused
 from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
-from guardrail.settings import ConfigurationError, Settings
+from guardrail.settings import DEFAULT_MAX_BYTES, ConfigurationError, Settings
 
 log = logging.getLogger("guardrail.fetch.crawlbase")
 
 DEFAULT_API_URL = "https://api.crawlbase.com/"
-DEFAULT_STORAGE_URL = "https://api.crawlbase.com/storage"
 THIN_PAGE_CHARS = 200
 """Fewer non-whitespace characters than this and the page is fetched again another way."""
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 522, 599})
@@ -194,7 +193,7 @@ class CrawlbaseFetcher:
         js_token: str | SecretStr | None = None,
         api_url: str = DEFAULT_API_URL,
         timeout: float = _DEFAULT_TIMEOUT,
-        max_bytes: int = 5_000_000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         concurrency: int = 8,
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
@@ -340,7 +339,7 @@ class CrawlbaseFetcher:
             final_url=final_url,
             original_status=answer.original_status,
             text=answer.text,
-            title=_markdown_title(answer.text),
+            title=markdown_title(answer.text),
             content_type="text/markdown" if answer.text else None,
             rid=answer.rid,
             reason=answer.reason,
@@ -480,14 +479,6 @@ def _richer(first: _Answer, second: _Answer) -> _Answer:
     return first
 
 
-_MD_HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
-
-
-def _markdown_title(text: str) -> str | None:
-    match = _MD_HEADING.search(text[:4096])
-    return match.group(1) if match else None
-
-
 async def read_stored(
     rid: str,
     *,
@@ -495,7 +486,7 @@ async def read_stored(
     token: str | SecretStr | None = None,
     storage_url: str | None = None,
     timeout: float = 30.0,
-    max_bytes: int = 5_000_000,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> FetchedPage:
     """The page Crawlbase stored under ``rid`` (Storage API), as a ``FetchedPage``.
 

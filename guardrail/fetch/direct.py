@@ -45,7 +45,7 @@ from guardrail.fetch._http import (
 from guardrail.fetch.convert import SUPPORTED_TYPES, Converter, convert, media_type
 from guardrail.fetch.ssrf import Resolver, SsrfPolicy, Target, UrlRefused
 from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
-from guardrail.settings import Settings
+from guardrail.settings import DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_BYTES, Settings
 
 log = logging.getLogger("guardrail.fetch")
 
@@ -105,9 +105,9 @@ class DirectFetcher:
         allowed_hosts: Iterable[str] = (),
         resolver: Resolver | None = None,
         policy: SsrfPolicy | None = None,
-        timeout: float = 15.0,
+        timeout: float = DEFAULT_FETCH_TIMEOUT,
         total_timeout: float | None = None,
-        max_bytes: int = 5_000_000,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         max_redirects: int = 5,
         concurrency: int = 8,
         user_agent: str = DEFAULT_USER_AGENT,

@@ -194,7 +194,8 @@ class AuditStore(SQLiteFile):
                 row,
             )
             row_id = cur.lastrowid
-        assert row_id is not None
+        if row_id is None:  # SQLite always sets it for a row inserted with INSERT
+            raise StoreError(f"{self.path}: the audit row was not written")
         return int(row_id)
 
     def __call__(self, decision: DecisionRecord) -> None:

@@ -66,13 +66,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 def _open_audit(db: Path | None) -> AuditStore:
     """The existing audit store named by ``--db`` or the settings; never creates one."""
     settings = load_settings()
-    if db is not None:
-        path: Path | None = db.expanduser()
-    else:
-        path = resolve_path(settings.audit_path, default_audit_path())
-        if path is None:
-            raise bad_input("the audit store is off (GUARDRAIL_AUDIT_DB=off); pass --db FILE")
-    assert path is not None
+    path = db.expanduser() if db is not None else resolve_path(settings.audit_path, default_audit_path())
+    if path is None:
+        raise bad_input("the audit store is off (GUARDRAIL_AUDIT_DB=off); pass --db FILE")
     if not path.is_file():
         raise bad_input(f"no audit store at {path} (run `guardrail verify` first, or pass --db FILE)")
     store = AuditStore(path)
