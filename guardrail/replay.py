@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from guardrail.bridges import run_sync
 from guardrail.core.schema import FetchedPage
+from guardrail.fetch.crawlbase import CrawlbaseError, read_stored
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.store.audit import AuditRecord, AuditStore, content_hash
 
@@ -46,55 +47,60 @@ async def areplay(store: AuditStore, id_or_rid: str | int, *, settings: Settings
     """
     ident = str(id_or_rid).strip()
     records = store.resolve(ident)
-    settings = settings if settings is not None else Settings.from_env()
-    has_token = settings.crawlbase_token is not None or settings.crawlbase_js_token is not None
-    stored: dict[str, FetchedPage | str] = {}
-
-    async def from_storage(rid: str) -> FetchedPage | str:
-        """The stored page, or why it could not be read (messages never hold a token)."""
-        if rid not in stored:
-            from guardrail.fetch.crawlbase import CrawlbaseError, read_stored
-
-            try:
-                stored[rid] = await read_stored(rid, settings=settings, timeout=settings.fetch_timeout)
-            except LookupError:
-                stored[rid] = f"the Crawlbase Storage API has no page for rid {rid!r}"
-            except (ConfigurationError, CrawlbaseError, ValueError) as exc:
-                stored[rid] = str(exc)
-        return stored[rid]
-
+    storage = _Storage(settings if settings is not None else Settings.from_env())
     if not records:
-        if ident.isdigit() or not has_token:
+        if ident.isdigit() or not storage.has_token:
             raise LookupError(f"no audit row with id or rid {ident!r} in {store.path}")
-        page = await from_storage(ident)
+        page = await storage.read(ident)
         if isinstance(page, str):
             raise LookupError(f"no audit row with id or rid {ident!r} in {store.path}, and {page}")
         return [Replay(record=None, text=page.text, text_source="crawlbase_storage", stored=page)]
+    return [await _replay_record(store, record, storage) for record in records]
 
-    replays: list[Replay] = []
-    for record in records:
+
+class _Storage:
+    """Pages read back from the Crawlbase Storage API, once per rid."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.has_token = settings.crawlbase_token is not None or settings.crawlbase_js_token is not None
+        self._read: dict[str, FetchedPage | str] = {}
+
+    async def read(self, rid: str) -> FetchedPage | str:
+        """The stored page, or why it could not be read (messages never hold a token)."""
+        if rid not in self._read:
+            try:
+                self._read[rid] = await read_stored(rid, settings=self.settings, timeout=self.settings.fetch_timeout)
+            except LookupError:
+                self._read[rid] = f"the Crawlbase Storage API has no page for rid {rid!r}"
+            except (ConfigurationError, CrawlbaseError, ValueError) as exc:
+                self._read[rid] = str(exc)
+        return self._read[rid]
+
+
+async def _replay_record(store: AuditStore, record: AuditRecord, storage: _Storage) -> Replay:
+    replay = Replay(record=record, passages=record.passages)
+    notes: list[str] = []
+    if record.rid and storage.has_token:
+        page = await storage.read(record.rid)
+        if isinstance(page, FetchedPage):
+            replay.text, replay.text_source, replay.stored = page.text, "crawlbase_storage", page
+        else:
+            notes.append(f"{page}; showing the local copy")
+    elif record.rid:
+        notes.append("no CRAWLBASE_TOKEN or CRAWLBASE_JS_TOKEN set; showing the local copy")
+    if replay.text_source == "none":
         local = store.content(record.content_hash)
-        replay = Replay(record=record, passages=record.passages)
-        notes: list[str] = []
-        if record.rid and has_token:
-            page = await from_storage(record.rid)
-            if isinstance(page, FetchedPage):
-                replay.text, replay.text_source, replay.stored = page.text, "crawlbase_storage", page
-            else:
-                notes.append(f"{page}; showing the local copy")
-        elif record.rid:
-            notes.append("no CRAWLBASE_TOKEN or CRAWLBASE_JS_TOKEN set; showing the local copy")
-        if replay.text_source == "none" and local is not None:
+        if local is not None:
             replay.text, replay.text_source = local, "local"
-        elif replay.text_source == "none" and record.content_hash:
+        elif record.content_hash:
             notes.append("the page text was not stored locally")
-        if replay.text is not None and record.content_hash:
-            replay.content_hash_ok = content_hash(replay.text) == record.content_hash
-            if not replay.content_hash_ok and replay.text_source == "crawlbase_storage":
-                notes.append("the Storage API copy differs from the text the judge saw")
-        replay.note = "; ".join(notes) or None
-        replays.append(replay)
-    return replays
+    if replay.text is not None and record.content_hash:
+        replay.content_hash_ok = content_hash(replay.text) == record.content_hash
+        if not replay.content_hash_ok and replay.text_source == "crawlbase_storage":
+            notes.append("the Storage API copy differs from the text the judge saw")
+    replay.note = "; ".join(notes) or None
+    return replay
 
 
 def replay(store: AuditStore, id_or_rid: str | int, *, settings: Settings | None = None) -> list[Replay]:

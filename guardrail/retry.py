@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState
 
@@ -72,7 +72,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """The wait before retry number ``attempt`` (1-based): backoff with jitter, or
         ``retry_after`` when the server asked for longer."""
-        base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+        base = min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1))
         wait = base + random.uniform(0, base * 0.1)
         return max(wait, retry_after) if retry_after is not None else wait
 
@@ -97,57 +97,76 @@ async def retry_call(
     or a too-long ``Retry-After`` end the call. ``on_retry(why, attempt_number, wait)`` is told
     before each wait (for a log line).
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + policy.total
-
-    def transient(state: RetryCallState) -> Transient | None:
-        outcome = state.outcome
-        if outcome is None:
-            return None
-        if outcome.failed:
-            return classify(None, outcome.exception())
-        return classify(outcome.result(), None)
-
-    def should_retry(state: RetryCallState) -> bool:
-        return transient(state) is not None
-
-    def wait(state: RetryCallState) -> float:
-        why = transient(state)
-        return policy.delay(state.attempt_number, why.retry_after if why else None)
-
-    def stop(state: RetryCallState) -> bool:
-        why = transient(state)
-        if state.attempt_number >= policy.attempts:
-            return True
-        if why is not None and why.retry_after is not None and why.retry_after > policy.max_retry_after:
-            return True
-        return loop.time() + (state.upcoming_sleep or 0.0) >= deadline
-
-    def before_sleep(state: RetryCallState) -> None:
-        why = transient(state)
-        if on_retry is not None and why is not None:
-            on_retry(why, state.attempt_number, state.upcoming_sleep or 0.0)
-
-    def last_outcome(state: RetryCallState) -> T:
-        if state.outcome is None:  # tenacity always records one before stopping
-            raise RuntimeError("retry stopped before any attempt")
-        return state.outcome.result()  # the last result, or its exception re-raised
+    schedule = _Schedule(policy, classify, on_retry)
 
     async def one() -> T:
-        left = max(0.0, deadline - loop.time())
+        left = schedule.left()
         if policy.attempt_timeout is None:
             return await attempt(left)
         timeout = min(policy.attempt_timeout, left)
         return await asyncio.wait_for(attempt(timeout), timeout)
 
     retrying = AsyncRetrying(
-        retry=should_retry,
-        wait=wait,
-        stop=stop,
-        before_sleep=before_sleep,
-        retry_error_callback=last_outcome,
+        retry=schedule.should_retry,
+        wait=schedule.wait,
+        stop=schedule.stop,
+        before_sleep=schedule.before_sleep,
+        retry_error_callback=_last_outcome,
     )
     return await retrying(one)
+
+
+class _Schedule(Generic[T]):
+    """tenacity's hooks for one call under a :class:`RetryPolicy`: the deadline is set when the
+    call starts, every decision reads the last outcome through ``classify``."""
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        classify: Classify[T],
+        on_retry: Callable[[Transient, int, float], None] | None,
+    ) -> None:
+        self.policy, self.classify, self.on_retry = policy, classify, on_retry
+        self.loop = asyncio.get_running_loop()
+        self.deadline = self.loop.time() + policy.total
+
+    def left(self) -> float:
+        return max(0.0, self.deadline - self.loop.time())
+
+    def transient(self, state: RetryCallState) -> Transient | None:
+        outcome = state.outcome
+        if outcome is None:
+            return None
+        if outcome.failed:
+            return self.classify(None, outcome.exception())
+        return self.classify(outcome.result(), None)
+
+    def should_retry(self, state: RetryCallState) -> bool:
+        return self.transient(state) is not None
+
+    def wait(self, state: RetryCallState) -> float:
+        why = self.transient(state)
+        return self.policy.delay(state.attempt_number, why.retry_after if why else None)
+
+    def stop(self, state: RetryCallState) -> bool:
+        why = self.transient(state)
+        if state.attempt_number >= self.policy.attempts:
+            return True
+        if why is not None and why.retry_after is not None and why.retry_after > self.policy.max_retry_after:
+            return True
+        return self.loop.time() + (state.upcoming_sleep or 0.0) >= self.deadline
+
+    def before_sleep(self, state: RetryCallState) -> None:
+        why = self.transient(state)
+        if self.on_retry is not None and why is not None:
+            self.on_retry(why, state.attempt_number, state.upcoming_sleep or 0.0)
+
+
+def _last_outcome(state: RetryCallState) -> Any:
+    """What a spent call gives: its last result, or its last exception raised again."""
+    if state.outcome is None:  # tenacity always records one before stopping
+        raise RuntimeError("retry stopped before any attempt")
+    return state.outcome.result()
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:

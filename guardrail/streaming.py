@@ -52,7 +52,8 @@ from guardrail.core.extract import extract_claims, stream_cut
 from guardrail.core.policy import CitationBlocked, GuardedAnswer, OutputFormat, Policy, apply_policy
 from guardrail.core.report import merge_reports
 from guardrail.core.schema import AnswerReport
-from guardrail.verifier import PageMemo, Verifier
+from guardrail.fetch.once import PageMemo
+from guardrail.verifier import Verifier
 
 __all__ = ["AnswerStream", "StreamPiece", "merge_reports"]
 
@@ -139,82 +140,36 @@ class AnswerStream:
         if self._used:
             raise RuntimeError("an AnswerStream guards one answer; create a new one per stream")
         self._used = True
-        memo = self.memo or PageMemo()
         limit = self.concurrency if self.concurrency is not None else _default_concurrency(self.verifier)
-        gate = asyncio.Semaphore(limit) if limit else None
-        # Items: a verification task, None for "no more", or an exception from reading chunks.
-        ready: asyncio.Queue[asyncio.Task[StreamPiece] | BaseException | None] = asyncio.Queue()
-        launched: list[asyncio.Task[StreamPiece]] = []
-
-        async def pump() -> None:
-            buf = ""
-            taken = 0  # characters of buf handed to a verification task
-            offset = 0  # their UTF-8 length
-            seen_citation = False
-            prev_space = True
-
-            def launch(piece: str) -> None:
-                nonlocal offset, seen_citation
-                flag = self.cite_unmarked
-                if flag is None and seen_citation:
-                    flag = False
-                pre = extract_claims(piece, self.sources, url_key=self.url_key, cite_unmarked=flag)
-                cited = [r for c in pre.claims if c.grounding_check_required for r in c.citations]
-                seen_citation = seen_citation or any(r.kind != "source" for c in pre.claims for r in c.citations)
-                urls = [r.url for r in cited if r.url]
-                task = asyncio.create_task(self._guard_piece(piece, offset, memo, flag, urls, gate))
-                launched.append(task)
-                ready.put_nowait(task)
-                offset += len(piece.encode("utf-8", "surrogatepass"))
-
-            try:
-                async for chunk in chunks:
-                    if not isinstance(chunk, str):
-                        raise TypeError(f"answer chunks must be strings, not {type(chunk).__name__}")
-                    if not chunk:
-                        continue
-                    buf += chunk
-                    # A new claim can only begin after whitespace: skip the cut for chunks that
-                    # neither hold nor follow any (most tokens of a word).
-                    has_space = any(ch.isspace() for ch in chunk)
-                    if has_space or prev_space:
-                        cut = stream_cut(buf[taken:], self.sources, url_key=self.url_key)
-                        if cut > 0:
-                            launch(buf[taken : taken + cut])
-                            taken += cut
-                    prev_space = chunk[-1].isspace()
-                if taken < len(buf):
-                    launch(buf[taken:])
-                ready.put_nowait(None)
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:
-                ready.put_nowait(exc)
-
-        pump_task = asyncio.create_task(pump())
+        run = _Run(self, self.memo or PageMemo(), asyncio.Semaphore(limit) if limit else None)
+        pump_task = asyncio.create_task(run.pump(chunks))
         try:
             while True:
-                item = await ready.get()
+                item = await run.ready.get()
                 if item is None:
                     break
                 if isinstance(item, BaseException):
                     raise item
-                piece = await item
-                if piece.blocked:
-                    if self.policy.raise_on_block:
-                        self._done.append(piece)
-                        report = self.report()
-                        raise CitationBlocked(report, self.policy.block_message)
-                    piece = piece.model_copy(update={"text": _block_text(self.text, self.policy.block_message)})
-                self._done.append(piece)
+                piece = self._settle(await item)
                 yield piece
                 if piece.blocked:
                     break
         finally:
             pump_task.cancel()
-            for task in launched:
+            for task in run.launched:
                 task.cancel()
-            await asyncio.gather(pump_task, *launched, return_exceptions=True)
+            await asyncio.gather(pump_task, *run.launched, return_exceptions=True)
+
+    def _settle(self, piece: StreamPiece) -> StreamPiece:
+        """Record a verified piece as emitted; a blocking one becomes the block message, or raises
+        :class:`CitationBlocked` carrying the whole stream's report."""
+        if piece.blocked:
+            if self.policy.raise_on_block:
+                self._done.append(piece)
+                raise CitationBlocked(self.report(), self.policy.block_message)
+            piece = piece.model_copy(update={"text": _block_text(self.text, self.policy.block_message)})
+        self._done.append(piece)
+        return piece
 
     async def _guard_piece(
         self,
@@ -236,6 +191,62 @@ class AnswerStream:
         policy = self.policy.model_copy(update={"raise_on_block": False}) if self.policy.raise_on_block else self.policy
         guarded = apply_policy(report, policy, self.fmt)
         return StreamPiece(text=guarded.text, original=piece, start=start, blocked=guarded.blocked, guarded=guarded)
+
+
+class _Run:
+    """One stream being guarded: the answer so far, cut into pieces whose claims are final, each
+    verified in a task of its own; ``ready`` holds those tasks in order, then None (the end) or
+    the exception that stopped reading the chunks."""
+
+    def __init__(self, stream: AnswerStream, memo: PageMemo, gate: asyncio.Semaphore | None) -> None:
+        self.stream, self.memo, self.gate = stream, memo, gate
+        self.ready: asyncio.Queue[asyncio.Task[StreamPiece] | BaseException | None] = asyncio.Queue()
+        self.launched: list[asyncio.Task[StreamPiece]] = []
+        self.buf = ""
+        self.taken = 0  # characters of buf handed to a verification task
+        self.offset = 0  # their UTF-8 length
+        self.seen_citation = False
+        self.prev_space = True
+
+    async def pump(self, chunks: AsyncIterable[str]) -> None:
+        try:
+            async for chunk in chunks:
+                if not isinstance(chunk, str):
+                    raise TypeError(f"answer chunks must be strings, not {type(chunk).__name__}")
+                if chunk:
+                    self._feed(chunk)
+            if self.taken < len(self.buf):
+                self._launch(self.buf[self.taken :])
+            self.ready.put_nowait(None)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self.ready.put_nowait(exc)
+
+    def _feed(self, chunk: str) -> None:
+        self.buf += chunk
+        # A new claim can only begin after whitespace: skip the cut for chunks that neither hold
+        # nor follow any (most tokens of a word).
+        if self.prev_space or any(ch.isspace() for ch in chunk):
+            cut = stream_cut(self.buf[self.taken :], self.stream.sources, url_key=self.stream.url_key)
+            if cut > 0:
+                self._launch(self.buf[self.taken : self.taken + cut])
+                self.taken += cut
+        self.prev_space = chunk[-1].isspace()
+
+    def _launch(self, piece: str) -> None:
+        stream = self.stream
+        flag = stream.cite_unmarked
+        if flag is None and self.seen_citation:
+            flag = False
+        pre = extract_claims(piece, stream.sources, url_key=stream.url_key, cite_unmarked=flag)
+        cited = [r for c in pre.claims if c.grounding_check_required for r in c.citations]
+        self.seen_citation = self.seen_citation or any(r.kind != "source" for c in pre.claims for r in c.citations)
+        urls = [r.url for r in cited if r.url]
+        task = asyncio.create_task(stream._guard_piece(piece, self.offset, self.memo, flag, urls, self.gate))
+        self.launched.append(task)
+        self.ready.put_nowait(task)
+        self.offset += len(piece.encode("utf-8", "surrogatepass"))
 
 
 def _default_concurrency(verifier: Verifier) -> int:

@@ -306,40 +306,10 @@ class Verifier:
             spans.append((len(tasks), len(tasks) + len(sentences)))
             tasks.extend(ClaimTask(claim=sentence, evidence=[ev]) for sentence in sentences)
         reports = await self.averify_many(tasks, memo=memo) if tasks else []
-        out: list[TextReport] = []
-        for (start, end), source in zip(spans, sources, strict=True):
-            claims = reports[start:end]
-            if not claims:
-                out.append(TextReport(source=source, label=Label.not_found, reason=Reason.nothing_to_check.value))
-                continue
-            verdicts = [c.citations[0] for c in claims]
-            label = aggregate_text([v.label for v in verdicts], min_supported)
-            supported = [v for v in verdicts if v.label == Label.supported]
-            contradicted = [v for v in verdicts if v.label == Label.contradicted]
-            quote = next((v.evidence_quote for v in contradicted + supported if v.evidence_quote), None)
-            reason: str | None = None
-            if label in (Label.unreachable, Label.not_found):
-                reasons = [v.reason for v in verdicts if v.reason]
-                # A page-level outcome (http_404, soft_404, no judge) is the same for every sentence.
-                if reasons and len(reasons) == len(verdicts) and len(set(reasons)) == 1:
-                    reason = reasons[0]
-                elif supported:
-                    reason = Reason.insufficient_support.value
-            out.append(
-                TextReport(
-                    source=source,
-                    label=label,
-                    reason=reason,
-                    evidence_quote=quote,
-                    final_url=verdicts[0].final_url,
-                    original_status=verdicts[0].original_status,
-                    sentences_checked=len(verdicts),
-                    sentences_supported=len(supported),
-                    sentences_contradicted=len(contradicted),
-                    claims=list(claims),
-                )
-            )
-        return out
+        return [
+            _text_report(source, reports[start:end], min_supported)
+            for (start, end), source in zip(spans, sources, strict=True)
+        ]
 
     def verify_texts(
         self,
@@ -536,6 +506,36 @@ async def _nothing() -> list[ClaimReport]:
 
 async def _nothing_fetched() -> dict[str, FetchedPage]:
     return {}
+
+
+def _text_report(source: str, claims: Sequence[ClaimReport], min_supported: float) -> TextReport:
+    """Whether ``source`` still backs a text, from its sentences' reports (see ``averify_texts``)."""
+    if not claims:
+        return TextReport(source=source, label=Label.not_found, reason=Reason.nothing_to_check.value)
+    verdicts = [c.citations[0] for c in claims]
+    label = aggregate_text([v.label for v in verdicts], min_supported)
+    supported = [v for v in verdicts if v.label == Label.supported]
+    contradicted = [v for v in verdicts if v.label == Label.contradicted]
+    reason: str | None = None
+    if label in (Label.unreachable, Label.not_found):
+        reasons = [v.reason for v in verdicts if v.reason]
+        # A page-level outcome (http_404, soft_404, no judge) is the same for every sentence.
+        if reasons and len(reasons) == len(verdicts) and len(set(reasons)) == 1:
+            reason = reasons[0]
+        elif supported:
+            reason = Reason.insufficient_support.value
+    return TextReport(
+        source=source,
+        label=label,
+        reason=reason,
+        evidence_quote=next((v.evidence_quote for v in contradicted + supported if v.evidence_quote), None),
+        final_url=verdicts[0].final_url,
+        original_status=verdicts[0].original_status,
+        sentences_checked=len(verdicts),
+        sentences_supported=len(supported),
+        sentences_contradicted=len(contradicted),
+        claims=list(claims),
+    )
 
 
 def _text_sentences(text: str, limit: int | None) -> list[str]:

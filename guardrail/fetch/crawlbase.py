@@ -514,32 +514,38 @@ async def read_stored(
     transport = _TokenTransport(dict(tokens), url)
     async with httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport) as client:
         for variable, _secret in tokens:
-            extensions = {_TOKEN_EXTENSION: variable}
             try:
-                async with client.stream("GET", url, params={"rid": rid}, extensions=extensions) as response:
-                    status = response.status_code
-                    if status == 404:
-                        continue
-                    if status in ACCOUNT_STATUSES:
-                        raise _account_error(status, variable)
-                    if status != 200:
-                        raise CrawlbaseError(f"Crawlbase Storage API answered HTTP {status} for rid {rid!r}")
-                    try:
-                        body = await read_capped(response, max_bytes)
-                    except BodyTooLarge:
-                        return FetchedPage(
-                            url=response.headers.get("url") or "",
-                            rid=rid,
-                            reason=Reason.too_large.value,
-                            fetcher="crawlbase",
-                        )
-                    return _stored_page(rid, response.headers, body)
+                page = await _read_stored_with(client, url, rid, variable, max_bytes)
             except httpx.HTTPError as exc:
                 raise CrawlbaseError(
                     f"could not read rid {rid!r} from the Crawlbase Storage API: "
                     f"{type(exc).__name__}: {redact(str(exc), secrets)}"
                 ) from None
+            if page is not None:
+                return page
     raise LookupError(f"no page stored under rid {rid!r}")
+
+
+async def _read_stored_with(
+    client: httpx.AsyncClient, url: str, rid: str, variable: str, max_bytes: int
+) -> FetchedPage | None:
+    """The page stored under ``rid`` in the storage of the token ``variable`` names; None when
+    that storage has none (storage is per token)."""
+    extensions = {_TOKEN_EXTENSION: variable}
+    async with client.stream("GET", url, params={"rid": rid}, extensions=extensions) as response:
+        status = response.status_code
+        if status == 404:
+            return None
+        if status in ACCOUNT_STATUSES:
+            raise _account_error(status, variable)
+        if status != 200:
+            raise CrawlbaseError(f"Crawlbase Storage API answered HTTP {status} for rid {rid!r}")
+        try:
+            body = await read_capped(response, max_bytes)
+        except BodyTooLarge:
+            stored_url = response.headers.get("url") or ""
+            return FetchedPage(url=stored_url, rid=rid, reason=Reason.too_large.value, fetcher="crawlbase")
+        return _stored_page(rid, response.headers, body)
 
 
 def _stored_page(rid: str, headers: httpx.Headers, body: bytes) -> FetchedPage:

@@ -28,14 +28,15 @@ from guardrail import (
     AnswerStream,
     CitationBlocked,
     GuardedAnswer,
+    OutputFormat,
     PageMemo,
     Policy,
+    StreamPiece,
     Verifier,
+    apply_policy,
     build_verifier,
 )
 from guardrail.bridges import aiter_from_sync, iterate_sync, run_sync
-from guardrail.core.policy import OutputFormat, apply_policy
-from guardrail.streaming import StreamPiece
 
 __all__ = ["CITATION_REPORT_EVENT", "REPORT_METADATA_KEY", "CitationGuard", "get_citation_report"]
 

@@ -22,6 +22,7 @@ from guardrail import (
     AnswerReport,
     AnswerStream,
     GuardedAnswer,
+    OutputFormat,
     PageMemo,
     Policy,
     Verifier,
@@ -29,7 +30,6 @@ from guardrail import (
     build_verifier,
 )
 from guardrail.bridges import aiter_from_sync, iterate_sync
-from guardrail.core.policy import OutputFormat
 from guardrail_llamaindex._nodes import Chunk, as_source
 
 REPORT_KEY = "citation_report"
