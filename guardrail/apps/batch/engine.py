@@ -92,6 +92,7 @@ async def arun_batch(
     resumed = len(results)
 
     async def worker() -> None:
+        """Verify and record rows from the queue until it is empty."""
         while True:
             try:
                 row = queue.get_nowait()
