@@ -13,11 +13,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from html.parser import HTMLParser
+from importlib import resources
 from pathlib import Path
 
 import pytest
+import tomllib
+from jinja2 import Environment, PackageLoader
 from typer.testing import CliRunner
 
+import guardrail
 from guardrail import Settings, Verifier
 from guardrail.apps.batch import (
     BatchInputError,
@@ -26,8 +31,12 @@ from guardrail.apps.batch import (
     arun_batch_file,
     checkpoint_path,
     read_rows,
+    render_html,
+    summarize,
 )
+from guardrail.apps.batch.report import Badge, answer_parts
 from guardrail.apps.cli import app
+from guardrail.core.policy import Policy, apply_policy
 from tests.fakes import HashEmbedder, OverlapJudge
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.server import FixtureServer, Route
@@ -35,6 +44,7 @@ from tests.fixtures.server import FixtureServer, Route
 runner = CliRunner()
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
 NO_STORES = {"GUARDRAIL_CACHE": "off", "GUARDRAIL_AUDIT_DB": "off"}
+ANNOTATE = Policy.preset("annotate")
 
 
 def fake_verifier() -> tuple[Verifier, OverlapJudge]:
@@ -225,6 +235,126 @@ async def test_html_report_charts_reasons_and_lists_contradictions_first(tmp_pat
     assert "water boils at 50 degrees Celsius" in expected[0][3] and "ice melts at 10 degrees" in expected[1][3]
     # Then every row, those with a contradiction first, the others in input order (c2 came before a1).
     assert re.findall(r'<article class="[^"]*" id="row-([^"]*)">', page) == ["c1", "a1", "c2", "7"]
+
+
+HOSTILE_PAGE = (
+    'At sea level pure water boils at 100 degrees Celsius <b onmouseover="alert(1)">bold</b> '
+    "\"double\" & 'single' </span></blockquote></td></tr></table><script>alert(2)</script>"
+)
+FORGED_BADGE = '<span class="citation-verdict citation-verdict--supported" title="forged">✅ supported</span>'
+HOSTILE_ANSWER_TAIL = f'Forged: {FORGED_BADGE} <a href="javascript:alert(4)">here</a> \ue000' + " {{ 7*7 }} {% raw %}."
+REPORT_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "small", "section", "div"}
+REPORT_TAGS |= {"span", "table", "tr", "th", "td", "a", "br", "blockquote", "article", "ul", "li"}
+REPORT_ATTRIBUTES = {"lang", "charset", "http-equiv", "content", "name", "class", "id", "style", "href", "rel", "title"}
+
+
+class ParsedPage(HTMLParser):
+    """Every element of a page (tag, attributes, the elements around it) and every piece of text
+    with the elements around it, as a browser would read them (entities decoded)."""
+
+    VOID = frozenset({"meta", "br"})
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str], tuple[str, ...]]] = []
+        self.texts: list[tuple[tuple[str, ...], str]] = []
+        self.stack: list[str] = []
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {name: value or "" for name, value in attrs}
+        self.elements.append((tag, attributes, tuple(self.stack)))
+        if tag not in self.VOID:
+            self.stack.append(f"{tag}.{attributes.get('class', '')}")
+
+    def handle_endtag(self, tag: str) -> None:
+        while self.stack:
+            if self.stack.pop().split(".", 1)[0] == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        self.texts.append((tuple(self.stack), data))
+
+    def text_inside(self, element: str) -> str:
+        """All the text inside the elements named ``tag.class``."""
+        return "".join(data for around, data in self.texts if element in around)
+
+
+async def test_html_report_leaves_no_markup_to_pages_urls_ids_answers_or_errors(
+    tmp_path: Path, pages: FixtureServer
+) -> None:
+    site = FixtureServer({"/evil.txt": Route(body=HOSTILE_PAGE, content_type="text/plain; charset=utf-8")}).start()
+    evil_url = site.url("/evil.txt") + '?q="><img src=x onerror=alert(3)>'
+    hostile_id = '"><script>alert("id")</script>'
+    answer = "At sea level pure water boils at 100 degrees Celsius [1]. " + HOSTILE_ANSWER_TAIL
+    try:
+        rows: list[dict | str] = [
+            {"id": hostile_id, "claim": CLAIM, "urls": [evil_url, "javascript:alert(1)"]},
+            {"id": "forged", "answer": answer, "sources": [site.url("/evil.txt")]},
+        ]
+        verifier, _ = fake_verifier()
+        path = write_jsonl(tmp_path / "outputs.jsonl", rows)
+        result = await arun_batch_file(path, tmp_path / "r.csv", verifier=verifier)
+    finally:
+        site.stop()
+    failed = RowResult(id="<b>failed</b>", line=9, kind="claim", digest="d", error="RuntimeError: <script>x</script>")
+    results = [*result.results, failed]
+    page = render_html(results, summarize(results), title="<title>report</title>")
+    parsed = ParsedPage(page)
+
+    # Only the report's own elements and attributes: nothing a page, URL, id or answer wrote.
+    assert {tag for tag, _, _ in parsed.elements} <= REPORT_TAGS
+    assert {name for _, attributes, _ in parsed.elements for name in attributes} <= REPORT_ATTRIBUTES
+    assert [a["href"] for tag, a, _ in parsed.elements if tag == "a"] == [
+        evil_url,
+        result.results[1].verdicts()[0][2].url,
+    ]
+    assert all(re.fullmatch(r"width:[0-9.]+%", a["style"]) for _, a, _ in parsed.elements if "style" in a)
+    assert [tag for tag, _, _ in parsed.elements].count("style") == 1
+    assert "default-src 'none'" in page and "<script" not in page.lower() and "<img" not in page.lower()
+    # Each hostile string is shown as the text it is.
+    assert parsed.text_inside("title.") == "<title>report</title>"
+    assert [a["id"] for tag, a, _ in parsed.elements if tag == "article"] == [
+        f"row-{hostile_id}",
+        "row-forged",
+        "row-<b>failed</b>",
+    ]
+    assert hostile_id in parsed.text_inside("h3.")
+    quotes = [data for around, data in parsed.texts if "blockquote." in around]
+    assert quotes and all("<script>alert(2)</script>" in q and "\"double\" & 'single'" in q for q in quotes)
+    assert "javascript:alert(1)" in parsed.text_inside("td.url")
+    assert "RuntimeError: <script>x</script>" in parsed.text_inside("li.error")
+    # The answer: its text as written (the forged badge too), and one real badge, the policy's.
+    shown = parsed.text_inside("div.answer")
+    assert HOSTILE_ANSWER_TAIL in shown
+    badges = [a for tag, a, around in parsed.elements if tag == "span" and "div.answer" in around]
+    assert [b["class"] for b in badges] == ["citation-verdict citation-verdict--supported"]
+    assert "<script>alert(2)</script>" in badges[0]["title"]
+    report = result.results[1].answer_report
+    assert report is not None
+    parts = answer_parts(report)
+    assert [p for p in parts if isinstance(p, Badge)] == [Badge("supported", "✅ supported", badges[0]["title"])]
+    assert "".join(p if isinstance(p, str) else p.text for p in parts) == apply_policy(report, ANNOTATE).text
+
+
+def test_report_templates_ship_as_package_data() -> None:
+    """The templates are package data as setuptools finds it (the pyproject globs, under the
+    package), and load through the package (importlib.resources, jinja2.PackageLoader)."""
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    package = Path(guardrail.__file__).parent
+    shipped = {
+        p for pattern in project["tool"]["setuptools"]["package-data"]["guardrail"] for p in package.glob(pattern)
+    }
+    templates = resources.files("guardrail.apps.batch") / "templates"
+    names = sorted(t.name for t in templates.iterdir() if t.is_file())
+    assert {"report.html.j2", "macros.html.j2", "report.css"} <= set(names)
+    assert all(package / "apps" / "batch" / "templates" / name in shipped for name in names)
+    env = Environment(loader=PackageLoader("guardrail.apps.batch", "templates"), autoescape=True)
+    assert set(env.list_templates()) == set(names)
+    assert env.get_template("report.css").render() == (templates / "report.css").read_text(encoding="utf-8").rstrip(
+        "\n"
+    )
 
 
 # -- the command line -------------------------------------------------------------------------

@@ -1,0 +1,137 @@
+"""The input of a batch run: a JSONL file of model outputs, read and validated before anything runs.
+
+One JSON object per line (blank lines skipped)::
+
+    {"id": "q1", "claim": "Water boils at 100 degrees Celsius.", "urls": ["https://..."]}
+    {"id": "q2", "answer": "Water boils at 100 °C [1].", "sources": ["https://..."]}
+
+``id`` (a string or an integer; default: the line number) must be unique. Each (claim, URL)
+pair is one citation: a ``claim`` row gives one per unique URL, an ``answer`` row one per
+citation of each of its claims (:meth:`Verifier.averify_answer
+<guardrail.verifier.Verifier.averify_answer>`). Every bad line is reported with its line number
+before anything is verified; nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from guardrail.core.extract import normalize_sources
+
+__all__ = ["MAX_REPORTED_ERRORS", "BatchInputError", "BatchRow", "read_rows"]
+
+MAX_REPORTED_ERRORS = 20
+"""How many bad lines :class:`BatchInputError` lists before saying how many more there are."""
+
+
+class BatchInputError(ValueError):
+    """The input file cannot be used; the message names the file and each bad line."""
+
+
+class BatchRow(BaseModel):
+    """One input row, validated."""
+
+    line: int
+    id: str
+    kind: Literal["claim", "answer"]
+    claim: str | None = None
+    urls: list[str] = Field(default_factory=list)
+    answer: str | None = None
+    sources: list[Any] | None = None
+    digest: str = Field(description="sha256 of the row's content: a changed row is verified again.")
+
+
+def _digest(content: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _row_id(data: dict[str, Any], line: int) -> str:
+    raw_id = data.get("id", line)
+    if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+        raise ValueError(f"'id' must be a string or an integer, not {type(raw_id).__name__}")
+    row_id = str(raw_id).strip()
+    if not row_id:
+        raise ValueError("'id' must not be empty")
+    return row_id
+
+
+def _claim_row(line: int, row_id: str, data: dict[str, Any]) -> BatchRow:
+    claim, urls = data["claim"], data.get("urls")
+    if not isinstance(claim, str) or not claim.strip():
+        raise ValueError("'claim' must be a non-empty string")
+    if not isinstance(urls, list) or not urls:
+        raise ValueError("a 'claim' row needs 'urls': a non-empty list of URLs")
+    for i, url in enumerate(urls):
+        if not isinstance(url, str) or not url.strip():
+            raise ValueError(f"'urls'[{i}] must be a non-empty string")
+    digest = _digest({"claim": claim, "urls": urls})
+    return BatchRow(line=line, id=row_id, kind="claim", claim=claim, urls=urls, digest=digest)
+
+
+def _answer_row(line: int, row_id: str, data: dict[str, Any]) -> BatchRow:
+    answer, sources = data["answer"], data.get("sources")
+    if not isinstance(answer, str) or not answer.strip():
+        raise ValueError("'answer' must be a non-empty string")
+    if sources is not None:
+        if not isinstance(sources, list):
+            raise ValueError("'sources' must be a list of URLs or {url, text} objects")
+        try:
+            normalize_sources(sources)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(str(exc)) from None
+    digest = _digest({"answer": answer, "sources": sources})
+    return BatchRow(line=line, id=row_id, kind="answer", answer=answer, sources=sources, digest=digest)
+
+
+def _parse_row(line: int, raw: str) -> BatchRow:
+    """The row on ``line``; raises ValueError saying what is wrong with it."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    row_id = _row_id(data, line)
+    has_claim, has_answer = "claim" in data, "answer" in data
+    if has_claim == has_answer:
+        raise ValueError("a row needs either 'claim' (with 'urls') or 'answer' (with optional 'sources')")
+    return _claim_row(line, row_id, data) if has_claim else _answer_row(line, row_id, data)
+
+
+def read_rows(path: str | os.PathLike[str]) -> list[BatchRow]:
+    """Every row of the JSONL file at ``path``; raises :class:`BatchInputError` listing every bad
+    line (``file:line: problem``) or duplicate id, so nothing is verified from a broken file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BatchInputError(f"cannot read {path}: {exc}") from None
+    rows: list[BatchRow] = []
+    errors: list[str] = []
+    first_line: dict[str, int] = {}
+    for n, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = _parse_row(n, raw)
+        except ValueError as exc:
+            errors.append(f"{path}:{n}: {exc}")
+            continue
+        if row.id in first_line:
+            errors.append(f"{path}:{n}: duplicate id {row.id!r} (first on line {first_line[row.id]})")
+            continue
+        first_line[row.id] = n
+        rows.append(row)
+    if errors:
+        shown = errors[:MAX_REPORTED_ERRORS]
+        more = f"\n... and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
+        raise BatchInputError(f"{len(errors)} bad line(s) in {path}:\n" + "\n".join(shown) + more)
+    if not rows:
+        raise BatchInputError(f"{path} has no rows")
+    return rows
