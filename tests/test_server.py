@@ -382,6 +382,34 @@ def test_empty_crawlbase_token_answers_503_naming_the_variable_and_no_secret(
     assert pages.hits.get("/gone-410", 0) == before  # nothing was fetched directly instead
 
 
+def test_the_token_is_checked_before_the_body_is_read_or_parsed() -> None:
+    """No token: 401 for a body over the cap, a malformed body, the schema and an unknown path alike."""
+    key = "checked-first-token"
+    settings = Settings(api_key=key, **NO_STORES)  # type: ignore[arg-type]
+    with TestClient(create_app(settings=settings, verifier=fake_verifier(), max_body_bytes=100)) as c:
+        for response in (
+            c.post("/verify", json={"claim": "x" * 500, "urls": ["https://example.org/"]}),
+            c.post("/verify", json={"urls": []}),
+            c.post("/verify", content=b"{not json", headers={"Content-Type": "application/json"}),
+            c.get("/openapi.json"),
+            c.get("/no-such-path"),
+        ):
+            assert response.status_code == 401 and response.json()["error"]["status"] == "UNAUTHENTICATED"
+        auth = {"Authorization": f"Bearer {key}"}
+        assert c.post("/verify", json={"claim": "x" * 500, "urls": ["u"]}, headers=auth).status_code == 413
+        assert c.get("/no-such-path", headers=auth).status_code == 404
+        # A repeated header: the last one counts.
+        repeated = [("authorization", "Bearer wrong"), ("authorization", f"Bearer {key}")]
+        assert c.get("/openapi.json", headers=repeated).status_code == 200
+        assert c.get("/openapi.json", headers=repeated[::-1]).status_code == 401
+
+
+def test_an_unreadable_content_length_answers_400(client: TestClient) -> None:
+    headers = {"Content-Type": "application/json", "Content-Length": "x"}
+    response = client.post("/verify", content=b"{}", headers=headers)
+    assert response.status_code == 400 and response.json()["detail"] == "invalid Content-Length header"
+
+
 def test_bearer_token_protects_the_vertex_path() -> None:
     key = "vertex-path-token"
     settings = Settings(api_key=key, **NO_STORES)  # type: ignore[arg-type]
