@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hmac
 
-from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -64,8 +63,12 @@ class BearerAuth:
         return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.api_key)
 
 
+class _BadContentLength(Exception):
+    """The declared ``Content-Length`` is not a number."""
+
+
 class _BodyTooLarge(Exception):
-    """The body passed the cap while it was read."""
+    """The body is declared, or was found while it was read, to be over the cap."""
 
 
 class _ClientGone(Exception):
@@ -88,22 +91,31 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = _last_header(scope, "content-length")
         try:
-            too_big = declared is not None and int(declared) > self.max_body_bytes
-        except ValueError:
-            await error_response(400, "invalid Content-Length header")(scope, receive, send)
-            return
-        try:
-            if too_big:
-                raise _BodyTooLarge
+            self._check_declared_length(scope)
             body = await self._read(receive)
+        except _BadContentLength:
+            await error_response(400, "invalid Content-Length header")(scope, receive, send)
         except _BodyTooLarge:
-            await self._too_large()(scope, receive, send)
-            return
+            message = f"request body is larger than {self.max_body_bytes} bytes (GUARDRAIL_MAX_BODY_BYTES)"
+            await error_response(413, message, {"Connection": "close"})(scope, receive, send)
         except _ClientGone:
+            pass  # nobody to answer
+        else:
+            await self.app(scope, _Replay(body, receive), send)
+
+    def _check_declared_length(self, scope: Scope) -> None:
+        """_BodyTooLarge for a declared ``Content-Length`` over the cap, _BadContentLength for one
+        that is not a number."""
+        declared = _last_header(scope, "content-length")
+        if declared is None:
             return
-        await self.app(scope, _Replay(body, receive), send)
+        try:
+            length = int(declared)
+        except ValueError:
+            raise _BadContentLength from None
+        if length > self.max_body_bytes:
+            raise _BodyTooLarge
 
     async def _read(self, receive: Receive) -> bytes:
         """The whole body; _BodyTooLarge as soon as it passes the cap, _ClientGone on a disconnect."""
@@ -118,10 +130,6 @@ class BodyLimit:
             if len(body) > self.max_body_bytes:
                 raise _BodyTooLarge
         return bytes(body)
-
-    def _too_large(self) -> JSONResponse:
-        message = f"request body is larger than {self.max_body_bytes} bytes (GUARDRAIL_MAX_BODY_BYTES)"
-        return error_response(413, message, {"Connection": "close"})
 
 
 class _Replay:
