@@ -19,11 +19,13 @@ import httpx
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from starlette.types import Receive, Send
 from typer.testing import CliRunner
 
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier, check_grounding
 from guardrail.apps.cli import app as cli_app
 from guardrail.apps.server import create_app
+from guardrail.apps.server.middleware import BearerAuth, BodyLimit
 from guardrail.judges.batching import BatchingJudge
 from guardrail.store import AuditStore
 from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
@@ -482,6 +484,61 @@ def test_batch_and_service_share_one_page_cache_file(tmp_path: Path, llm_free_se
         assert site.hits == {"/removed": 1, "/missing": 1}  # both pages came from the batch's cache file
     finally:
         site.stop()
+
+
+# -- the middleware, as plain ASGI -------------------------------------------------------------
+
+
+class RecordingApp:
+    """An ASGI app that records the messages it receives (reading until the body is complete)."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, object]] = []
+
+    async def __call__(self, scope: dict[str, object], receive: Receive, send: Send) -> None:
+        self.received.append(dict(await receive()))
+        if scope["type"] == "http":
+            self.received.append(dict(await receive()))  # after the body: the server's own receive
+
+
+def _receive_from(*messages: dict[str, object]) -> Receive:
+    queue = list(messages)
+
+    async def receive() -> dict[str, object]:
+        return queue.pop(0)
+
+    return receive
+
+
+async def _no_send(message: dict[str, object]) -> None:
+    raise AssertionError(f"nothing should be sent, got {message}")
+
+
+async def test_body_limit_hands_the_body_over_once_then_defers_to_the_server() -> None:
+    inner = RecordingApp()
+    chunks = ({"type": "http.request", "body": b"ab", "more_body": True}, {"type": "http.request", "body": b"c"})
+    receive = _receive_from(*chunks, {"type": "http.disconnect"})
+    await BodyLimit(inner, max_body_bytes=3)({"type": "http", "headers": []}, receive, _no_send)
+    assert inner.received == [{"type": "http.request", "body": b"abc", "more_body": False}, {"type": "http.disconnect"}]
+
+
+async def test_body_limit_answers_nothing_to_a_client_gone_mid_body() -> None:
+    inner = RecordingApp()
+    receive = _receive_from({"type": "http.request", "body": b"ab", "more_body": True}, {"type": "http.disconnect"})
+    await BodyLimit(inner, max_body_bytes=3)({"type": "http", "headers": []}, receive, _no_send)
+    assert inner.received == []
+
+
+async def test_the_middleware_lets_other_scopes_through_and_refuses_bad_settings() -> None:
+    inner = RecordingApp()
+    startup = {"type": "lifespan.startup"}
+    app = BearerAuth(BodyLimit(inner, max_body_bytes=1), api_key="k")
+    await app({"type": "lifespan"}, _receive_from(startup), _no_send)
+    assert inner.received == [startup]
+    with pytest.raises(ValueError):
+        BearerAuth(inner, api_key="")
+    with pytest.raises(ValueError):
+        BodyLimit(inner, max_body_bytes=0)
 
 
 # -- batching the judge across requests ----------------------------------------------------------
