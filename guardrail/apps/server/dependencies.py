@@ -20,8 +20,9 @@ def state_of(app: Starlette) -> ServiceState:
     return state
 
 
-def get_state(request: Request) -> ServiceState:
-    """The service state of the app serving ``request`` (a FastAPI dependency)."""
+async def get_state(request: Request) -> ServiceState:
+    """The service state of the app serving ``request`` (a FastAPI dependency; ``async`` because
+    FastAPI runs a plain ``def`` dependency in its thread pool, a thread hop on every request)."""
     return state_of(request.app)
 
 
