@@ -19,11 +19,13 @@ import httpx
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from starlette.types import Receive, Send
 from typer.testing import CliRunner
 
 from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier, check_grounding
 from guardrail.apps.cli import app as cli_app
 from guardrail.apps.server import create_app
+from guardrail.apps.server.middleware import BearerAuth, BodyLimit
 from guardrail.judges.batching import BatchingJudge
 from guardrail.store import AuditStore
 from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
@@ -382,6 +384,34 @@ def test_empty_crawlbase_token_answers_503_naming_the_variable_and_no_secret(
     assert pages.hits.get("/gone-410", 0) == before  # nothing was fetched directly instead
 
 
+def test_the_token_is_checked_before_the_body_is_read_or_parsed() -> None:
+    """No token: 401 for a body over the cap, a malformed body, the schema and an unknown path alike."""
+    key = "checked-first-token"
+    settings = Settings(api_key=key, **NO_STORES)  # type: ignore[arg-type]
+    with TestClient(create_app(settings=settings, verifier=fake_verifier(), max_body_bytes=100)) as c:
+        for response in (
+            c.post("/verify", json={"claim": "x" * 500, "urls": ["https://example.org/"]}),
+            c.post("/verify", json={"urls": []}),
+            c.post("/verify", content=b"{not json", headers={"Content-Type": "application/json"}),
+            c.get("/openapi.json"),
+            c.get("/no-such-path"),
+        ):
+            assert response.status_code == 401 and response.json()["error"]["status"] == "UNAUTHENTICATED"
+        auth = {"Authorization": f"Bearer {key}"}
+        assert c.post("/verify", json={"claim": "x" * 500, "urls": ["u"]}, headers=auth).status_code == 413
+        assert c.get("/no-such-path", headers=auth).status_code == 404
+        # A repeated header: the last one counts.
+        repeated = [("authorization", "Bearer wrong"), ("authorization", f"Bearer {key}")]
+        assert c.get("/openapi.json", headers=repeated).status_code == 200
+        assert c.get("/openapi.json", headers=repeated[::-1]).status_code == 401
+
+
+def test_an_unreadable_content_length_answers_400(client: TestClient) -> None:
+    headers = {"Content-Type": "application/json", "Content-Length": "x"}
+    response = client.post("/verify", content=b"{}", headers=headers)
+    assert response.status_code == 400 and response.json()["detail"] == "invalid Content-Length header"
+
+
 def test_bearer_token_protects_the_vertex_path() -> None:
     key = "vertex-path-token"
     settings = Settings(api_key=key, **NO_STORES)  # type: ignore[arg-type]
@@ -454,6 +484,61 @@ def test_batch_and_service_share_one_page_cache_file(tmp_path: Path, llm_free_se
         assert site.hits == {"/removed": 1, "/missing": 1}  # both pages came from the batch's cache file
     finally:
         site.stop()
+
+
+# -- the middleware, as plain ASGI -------------------------------------------------------------
+
+
+class RecordingApp:
+    """An ASGI app that records the messages it receives (reading until the body is complete)."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, object]] = []
+
+    async def __call__(self, scope: dict[str, object], receive: Receive, send: Send) -> None:
+        self.received.append(dict(await receive()))
+        if scope["type"] == "http":
+            self.received.append(dict(await receive()))  # after the body: the server's own receive
+
+
+def _receive_from(*messages: dict[str, object]) -> Receive:
+    queue = list(messages)
+
+    async def receive() -> dict[str, object]:
+        return queue.pop(0)
+
+    return receive
+
+
+async def _no_send(message: dict[str, object]) -> None:
+    raise AssertionError(f"nothing should be sent, got {message}")
+
+
+async def test_body_limit_hands_the_body_over_once_then_defers_to_the_server() -> None:
+    inner = RecordingApp()
+    chunks = ({"type": "http.request", "body": b"ab", "more_body": True}, {"type": "http.request", "body": b"c"})
+    receive = _receive_from(*chunks, {"type": "http.disconnect"})
+    await BodyLimit(inner, max_body_bytes=3)({"type": "http", "headers": []}, receive, _no_send)
+    assert inner.received == [{"type": "http.request", "body": b"abc", "more_body": False}, {"type": "http.disconnect"}]
+
+
+async def test_body_limit_answers_nothing_to_a_client_gone_mid_body() -> None:
+    inner = RecordingApp()
+    receive = _receive_from({"type": "http.request", "body": b"ab", "more_body": True}, {"type": "http.disconnect"})
+    await BodyLimit(inner, max_body_bytes=3)({"type": "http", "headers": []}, receive, _no_send)
+    assert inner.received == []
+
+
+async def test_the_middleware_lets_other_scopes_through_and_refuses_bad_settings() -> None:
+    inner = RecordingApp()
+    startup = {"type": "lifespan.startup"}
+    app = BearerAuth(BodyLimit(inner, max_body_bytes=1), api_key="k")
+    await app({"type": "lifespan"}, _receive_from(startup), _no_send)
+    assert inner.received == [startup]
+    with pytest.raises(ValueError):
+        BearerAuth(inner, api_key="")
+    with pytest.raises(ValueError):
+        BodyLimit(inner, max_body_bytes=0)
 
 
 # -- batching the judge across requests ----------------------------------------------------------

@@ -1,0 +1,139 @@
+"""The request and response bodies of the service (the schemas its OpenAPI document shows)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from guardrail.core.policy import POLICY_PRESETS, Policy
+
+__all__ = [
+    "MAX_URLS",
+    "ComponentHealth",
+    "FetcherHealth",
+    "GuardRequest",
+    "Health",
+    "HealthStatus",
+    "PolicySpec",
+    "VerifyRequest",
+]
+
+MAX_URLS = 100
+"""Most URLs one ``/verify`` request may cite."""
+
+HealthStatus = Literal["ok", "degraded", "unavailable"]
+"""``ok``: every stage ready; ``degraded``: a model failed to load; ``unavailable``: a setting is
+missing or wrong."""
+
+
+def _not_blank(value: str, info: ValidationInfo) -> str:
+    if not value.strip():
+        raise ValueError(f"{info.field_name} must not be empty")
+    return value
+
+
+_Text = Annotated[str, AfterValidator(_not_blank)]
+"""A string with something other than white space in it."""
+
+
+class VerifyRequest(BaseModel):
+    """``POST /verify``: one claim and the URLs it cites."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"claim": "Water boils at 100 degrees Celsius at sea level.", "urls": ["https://example.org/water"]}
+            ]
+        }
+    )
+
+    claim: _Text = Field(description="The claim to check.")
+    urls: list[str] = Field(min_length=1, max_length=MAX_URLS, description="The URLs the claim cites.")
+
+
+class PolicySpec(BaseModel):
+    """A policy: a preset (``annotate``, ``default``, ``strip``, ``block``, ``strict``) with any
+    kind's action overridden (``"keep"``, ``"annotate"``, ``"strip"``, ``"strip+annotate"``,
+    ``"block"``); ``unreachable`` is a dead link, ``could_not_check`` a page that did not answer now
+    or a failure of ours."""
+
+    preset: str = "default"
+    supported: str | list[str] | None = None
+    contradicted: str | list[str] | None = None
+    not_found: str | list[str] | None = None
+    unreachable: str | list[str] | None = None
+    could_not_check: str | list[str] | None = None
+    block_message: str | None = None
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str) -> str:
+        if value not in POLICY_PRESETS:
+            raise ValueError(f"unknown policy preset {value!r}; choose from {', '.join(POLICY_PRESETS)}")
+        return value
+
+    def build(self) -> Policy:
+        """The :class:`~guardrail.core.policy.Policy` this spec names (ValueError for a bad action)."""
+        overrides = self.model_dump(exclude={"preset"}, exclude_none=True)
+        return Policy.preset(self.preset, **overrides)
+
+
+class GuardRequest(BaseModel):
+    """``POST /v1/guard``: an answer to guard, the sources its markers refer to, and a policy."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "answer": "Water boils at 100 degrees Celsius at sea level [1].",
+                    "sources": ["https://example.org/water"],
+                    "policy": "default",
+                    "format": "markdown",
+                }
+            ]
+        }
+    )
+
+    answer: _Text = Field(description="The answer (markdown) with its citations.")
+    sources: list[str | dict[str, Any]] | None = Field(
+        default=None, description="URLs or {url, text, title} objects that [n] markers refer to."
+    )
+    policy: str | PolicySpec = Field(default="default", description="A preset name, or a PolicySpec.")
+    format: Literal["markdown", "html"] = Field(default="markdown", description="How badges are written.")
+
+    def build_policy(self) -> Policy:
+        """The policy the request names: a preset, or a :class:`PolicySpec` (ValueError for an
+        unknown preset or action)."""
+        return Policy.preset(self.policy) if isinstance(self.policy, str) else self.policy.build()
+
+
+class ComponentHealth(BaseModel):
+    """One stage of the service: what it is and whether it is ready."""
+
+    name: str | None = None
+    model: str | None = None
+    loaded: bool | None = Field(default=None, description="Weights in memory (None: nothing to load).")
+    ready: bool = False
+    error: str | None = None
+
+
+class FetcherHealth(BaseModel):
+    """The fetcher: its name, the page cache, and whether the SSRF guard is on."""
+
+    name: str | None = None
+    ready: bool = False
+    cache: str | None = Field(default=None, description="The page cache file, if any.")
+    ssrf_guard: bool = True
+    error: str | None = None
+
+
+class Health(BaseModel):
+    """``GET /health``."""
+
+    status: HealthStatus
+    judge: ComponentHealth
+    embedder: ComponentHealth
+    fetcher: FetcherHealth
+    audit: str | None = Field(default=None, description="The audit store file, if any.")
+    auth: bool = Field(description="Whether routes other than /health need the bearer token.")

@@ -1,0 +1,44 @@
+"""Verification routes: ``POST /verify`` (one claim and its URLs) and ``POST /v1/guard`` (an
+answer, its sources and a policy)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter
+from fastapi.exceptions import RequestValidationError
+
+from guardrail.apps.server.dependencies import State
+from guardrail.apps.server.models import GuardRequest, VerifyRequest
+from guardrail.core.policy import GuardedAnswer, apply_policy
+from guardrail.core.schema import ClaimReport
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/verify", response_model=ClaimReport, tags=["verify"])
+async def verify(body: VerifyRequest, state: State) -> ClaimReport:
+    """Verify one claim against each URL it cites: one verdict per unique URL, and the overall label."""
+    return await state.require_verifier().averify(body.claim, body.urls)
+
+
+@router.post("/v1/guard", response_model=GuardedAnswer, tags=["guard"])
+async def guard(body: GuardRequest, state: State) -> GuardedAnswer:
+    """Verify every citation of an answer and apply the policy: badges, stripped links or a block."""
+    try:
+        policy = body.build_policy()
+    except ValueError as exc:
+        raise _invalid("policy", exc) from None
+    verifier = state.require_verifier()
+    try:
+        report = await verifier.averify_answer(body.answer, body.sources)
+    except (TypeError, ValueError) as exc:  # sources the extractor cannot use name their index
+        raise _invalid("sources", exc) from None
+    return await asyncio.to_thread(apply_policy, report, policy, body.format)
+
+
+def _invalid(field: str, exc: Exception) -> RequestValidationError:
+    """A 422 naming ``body.<field>``, as FastAPI's own validation errors do."""
+    return RequestValidationError([{"type": "value_error", "loc": ("body", field), "msg": str(exc), "input": None}])

@@ -1,0 +1,166 @@
+"""The service state: the verifier the routes share, the stores opened for it, and readiness."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from guardrail.apps.server.models import ComponentHealth, FetcherHealth, Health, HealthStatus
+from guardrail.core.schema import JudgeRequest
+from guardrail.fetch.base import Fetcher
+from guardrail.judges.base import Judge
+from guardrail.retrieval import Embedder
+from guardrail.runtime import build_runtime
+from guardrail.settings import ConfigurationError, Settings
+from guardrail.verifier import Verifier
+
+__all__ = ["ServiceState"]
+
+log = logging.getLogger("guardrail.server")
+
+_NO_JUDGE = "no judge is available: install the embedded model or set GUARDRAIL_JUDGE"
+
+
+@dataclass
+class ServiceState:
+    """What the routes share: the verifier, the stores opened for it, and readiness."""
+
+    settings: Settings
+    verifier: Verifier | None
+    config_error: str | None = None
+    cache_path: str | None = None
+    audit_path: str | None = None
+    warm: bool = True
+    judge_loaded: bool | None = None
+    embedder_loaded: bool = False
+    warm_errors: dict[str, str] = field(default_factory=dict)
+    _closers: list[Callable[[], None]] = field(default_factory=list)
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings | None = None,
+        verifier: Verifier | None = None,
+        *,
+        fetcher: Fetcher | None = None,
+        warm: bool = True,
+    ) -> ServiceState:
+        """The state around ``verifier`` as given, or around one built by the composition root
+        (:func:`~guardrail.runtime.build_runtime`: page cache, batched judge calls, audit store as
+        the settings say) from ``settings`` (default: the environment) and ``fetcher``. A missing
+        setting is kept in :attr:`config_error` (the routes answer 503), not raised."""
+        if verifier is not None:
+            if fetcher is not None:
+                raise ValueError("pass either verifier or fetcher, not both")
+            return cls(settings=settings or verifier.settings, verifier=verifier, warm=warm)
+        state = cls(settings=settings or Settings.from_env(), verifier=None, warm=warm)
+        try:
+            runtime = build_runtime(state.settings, cache=True, batch_judge_calls=True, fetcher=fetcher)
+        except ConfigurationError as exc:
+            state.config_error = str(exc)
+            return state
+        state.verifier = runtime.verifier
+        state.cache_path = str(runtime.cache.path) if runtime.cache is not None else None
+        state.audit_path = str(runtime.audit.path) if runtime.audit is not None else None
+        state._closers.append(runtime.close)
+        return state
+
+    @property
+    def api_key(self) -> str | None:
+        """The bearer token every route but ``/health`` needs (``GUARDRAIL_API_KEY``); None when
+        unset or empty."""
+        key = self.settings.api_key
+        return (key.get_secret_value() or None) if key is not None else None
+
+    def require_verifier(self) -> Verifier:
+        """The verifier, its judge resolved; ConfigurationError (-> 503) when a setting is missing."""
+        if self.config_error is not None or self.verifier is None:
+            raise ConfigurationError(self.config_error or "the service is not configured")
+        _ = self.verifier.judge  # raises ConfigurationError naming the missing variable
+        return self.verifier
+
+    async def start(self) -> None:
+        """Resolve the judge and load and warm the models, once, off the event loop."""
+        verifier = self.verifier
+        if verifier is None or not self.warm:
+            return
+        try:
+            judge = verifier.judge
+        except ConfigurationError as exc:
+            self.config_error = str(exc)
+            log.error("guardrail service is not configured: %s", exc)
+            return
+        await self._warm_embedder(verifier.embedder)
+        if judge is not None and judge.cpu_bound:  # a remote model has nothing to load here
+            await self._warm_judge(judge)
+
+    async def _warm_embedder(self, embedder: Embedder) -> None:
+        try:
+            await asyncio.to_thread(embedder.embed, ["warm-up"])
+            self.embedder_loaded = True
+        except Exception as exc:  # reported by /health; requests that need it will fail too
+            self.warm_errors["embedder"] = f"{type(exc).__name__}: {exc}"
+            log.exception("embedder failed to load")
+
+    async def _warm_judge(self, judge: Judge) -> None:
+        try:
+            await asyncio.to_thread(judge.load)
+            await judge.judge([JudgeRequest(claim="Water boils.", passages=["Water boils at 100 degrees."])])
+            self.judge_loaded = True
+        except Exception as exc:  # reported by /health
+            self.judge_loaded = False
+            self.warm_errors["judge"] = f"{type(exc).__name__}: {exc}"
+            log.exception("judge failed to load")
+
+    def close(self) -> None:
+        """Close the stores this state opened."""
+        for close in self._closers:
+            try:
+                close()
+            except Exception:
+                log.exception("closing a store failed")
+
+    def health(self) -> Health:
+        """The readiness report of ``GET /health``."""
+        fetcher = FetcherHealth(ssrf_guard=not self.settings.allow_private_hosts, cache=self.cache_path)
+        auth = self.api_key is not None
+        verifier = self.verifier
+        if verifier is None:
+            fetcher.error = self.config_error
+            judge = ComponentHealth(error=self.config_error)
+            return Health(status="unavailable", judge=judge, embedder=ComponentHealth(), fetcher=fetcher, auth=auth)
+        fetcher.name, fetcher.ready = verifier.fetcher.name, True
+        fetcher.ssrf_guard = not verifier.settings.allow_private_hosts
+        embedder = ComponentHealth(
+            name=verifier.embedder.name,
+            loaded=self.embedder_loaded,
+            ready="embedder" not in self.warm_errors,
+            error=self.warm_errors.get("embedder"),
+        )
+        judge = self._judge_health(verifier)
+        status: HealthStatus = "ok" if judge.ready and embedder.ready else "degraded"
+        if self.config_error is not None:
+            status = "unavailable"
+        return Health(status=status, judge=judge, embedder=embedder, fetcher=fetcher, audit=self.audit_path, auth=auth)
+
+    def _judge_health(self, verifier: Verifier) -> ComponentHealth:
+        """The judge's part of /health; a setting found missing now is kept in config_error."""
+        judge = None
+        if self.config_error is None:
+            try:
+                judge = verifier.judge
+            except ConfigurationError as exc:
+                self.config_error = str(exc)
+        if self.config_error is not None:
+            return ComponentHealth(error=self.config_error)
+        if judge is None:
+            return ComponentHealth(error=_NO_JUDGE)
+        return ComponentHealth(
+            name=judge.name,
+            model=judge.model,
+            loaded=self.judge_loaded,
+            ready="judge" not in self.warm_errors,
+            error=self.warm_errors.get("judge"),
+        )
