@@ -62,13 +62,16 @@ Streaming callers use :func:`stream_cut` to know how much of a growing answer is
 **Cost.** Extraction takes time linear in the answer's length, hostile input included (``"[" * n``,
 ``"[a](" * n``, unmatched backticks or quotes): brackets, parentheses and code spans are matched in
 one pass each, URL candidates are validated in bounded windows, and ``sentencex`` never sees more
-than :data:`~guardrail.core.extract.sentences.WINDOW` characters at once.
+than :data:`~guardrail.core.extract.sentences.WINDOW` characters at once (so a sentence longer than
+about 1,500 characters is cut at a space). The largest constant is markdown-it-py's, some 50 µs
+per block: 200 KB of one-word list items takes seconds, an ordinary 200 KB answer well under one.
 
 One job per module: :mod:`.sources` (``sources`` -> :class:`Source`), :mod:`.blocks` (markdown
 blocks), :mod:`.inline` (code spans, brackets, link destinations, URLs), :mod:`.references`
 (definitions and the reference section), :mod:`.citations`, :mod:`.sentences`, :mod:`.plain` (a
 claim's plain text), :mod:`.assertive` (:func:`needs_grounding`), :mod:`.claims` (the steps in
-order, :func:`extract_claims`) and :mod:`.stream` (:func:`stream_cut`).
+order, :func:`extract_claims`), :mod:`.stream` (:func:`stream_cut`) and :mod:`.text` (lines, byte
+offsets, character flags).
 """
 
 from guardrail.core.extract.assertive import NON_ASSERTIVE_PATTERNS, needs_grounding

@@ -17,6 +17,7 @@ from markdown_it.token import Token
 
 from guardrail.core.extract.text import Lines, mark
 
+# Containers nested deeper than maxNesting are dropped (markdown-it-py's guard on its recursion).
 _MD = MarkdownIt("commonmark", {"html": False, "maxNesting": 50}).enable("table")
 _MD.disable(["code", "reference", "html_block", "inline", "text_join"])
 

@@ -138,7 +138,8 @@ class LinkTails:
         self._built = True
 
     def parse(self, i: int) -> tuple[int, int, int] | None:
-        """``(dest_start, dest_end, end)`` of the tail opening at ``text[i] == "("``, or None."""
+        """``(dest_start, dest_end, end)`` of the tail opening at ``text[i] == "("`` (right after a
+        ``]``, so never escaped), or None when it is not a link tail."""
         text, n = self.text, len(self.text)
         j = i + 1
         while j < n and text[j] in " \t":
