@@ -36,6 +36,7 @@ NON_ASSERTIVE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 )
 """Whole-sentence patterns for filler that asserts nothing; matched against the sentence's plain
 text without its final punctuation (and only when it has at most 25 words)."""
+_ANY_FILLER = re.compile("|".join(f"(?:{p.pattern})" for p in NON_ASSERTIVE_PATTERNS), re.I)
 
 
 def needs_grounding(plain_text: str, *, heading: bool = False, extra_patterns: Iterable[re.Pattern[str]] = ()) -> bool:
@@ -54,7 +55,7 @@ def needs_grounding(plain_text: str, *, heading: bool = False, extra_patterns: I
     core = _without_trailing_punctuation(text)
     if len(core.split()) > 25:
         return True
-    return not any(p.fullmatch(core) for p in (*NON_ASSERTIVE_PATTERNS, *extra_patterns))
+    return not (_ANY_FILLER.fullmatch(core) or any(p.fullmatch(core) for p in extra_patterns))
 
 
 def _without_trailing_punctuation(text: str) -> str:

@@ -25,6 +25,8 @@ def split_sentences(text: str, language: str = "en") -> list[str]:
 
 def sentence_spans(text: str, language: str = "en") -> list[tuple[int, int]]:
     """``(start, end)`` of each sentence of ``text``, surrounding white space excluded."""
+    if len(text) <= WINDOW:  # most blocks: one call
+        return [(s, e) for s, e in (_trimmed(text, s, e) for s, e in _pieces(text, 0, len(text), language)) if e > s]
     out: list[tuple[int, int]] = []
     pos, n = 0, len(text)
     while pos < n:
