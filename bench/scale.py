@@ -52,18 +52,31 @@ def local_run(rows: Path, out: Path, settings: Settings, concurrency: int) -> fl
         return time.perf_counter() - start
 
 
-def actor_peak_rss_mb() -> list[float]:
-    """Peak RSS (VmHWM) of each live verifier actor, read before Ray shuts down."""
-    import ray._private.state as state  # no dashboard: the GCS view
+class ActorMemory:
+    """Peak RSS (VmHWM) of each verifier actor, sampled while the run goes on (the pool is torn
+    down when the dataset is done): called as ``on_row``."""
 
-    peaks = []
-    for actor in state.actors().values():
-        if "RowVerifier" in actor.get("ActorClassName", "") and actor.get("State") == "ALIVE":
-            status = Path(f"/proc/{actor['Pid']}/status").read_text()
-            peaks.append(
-                round(int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) / 1024, 1)
-            )
-    return peaks
+    def __init__(self) -> None:
+        self.peaks: dict[int, float] = {}
+        self.last = 0.0
+
+    def __call__(self, _result: object) -> None:
+        now = time.monotonic()
+        if now - self.last < 1.0:
+            return
+        self.last = now
+        import ray._private.state as state  # no dashboard: the GCS view
+
+        for actor in state.actors().values():
+            if "RowVerifier" not in actor.get("ActorClassName", "") or actor.get("State") != "ALIVE":
+                continue
+            pid = int(actor["Pid"])
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
+            self.peaks[pid] = max(self.peaks.get(pid, 0.0), round(kb / 1024, 1))
 
 
 def ray_run(rows: Path, out: Path, settings: Settings, workers: int, concurrency: int) -> tuple[float, list[float]]:
@@ -127,9 +140,8 @@ def main() -> None:
     for key in ("local", "ray_1", "ray_2"):
         row = results[key]
         rss = f"  actor peak RSS {row['peak_rss_mb_per_actor']} MB" if "peak_rss_mb_per_actor" in row else ""
-        print(
-            f"  {key:6s} {row['claims_per_s']:7.1f} claims/s  wall {row['wall_s']:7.2f} s  ratio to ideal {row['ratio_to_ideal']:6.2f}{rss}"
-        )
+        speed = f"{row['claims_per_s']:7.1f} claims/s  wall {row['wall_s']:7.2f} s"
+        print(f"  {key:6s} {speed}  ratio to ideal {row['ratio_to_ideal']:6.2f}{rss}")
     print(f"  scaling 2 actors / 1 actor: {results['scaling_2_over_1']}x")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
