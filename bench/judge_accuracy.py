@@ -4,9 +4,9 @@
 
 Every claim goes ``Fact(evidence text) -> passages -> retrieval (all-MiniLM-L6-v2, top 3) ->
 LocalJudge -> quote guard -> aggregation`` through ``guardrail.Verifier.averify_many``; only the
-**eval** part of the by-claim split (``guardrail.judges.datasets``) is used, which was neither
+**eval** part of the by-claim split (``training.datasets``) is used, which was neither
 trained on nor used to pick thresholds. The shipped model and the SNLI-only baseline (stage 1 of
-``guardrail.judges.train``) are measured in the same run. Figures are printed and written to
+``training.train``) are measured in the same run. Figures are printed and written to
 ``bench/results/judge_accuracy.json`` and ``.md``. Skips with a message when the data folder is
 absent.
 """
@@ -36,8 +36,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from titanic import TITANIC_FACTS  # noqa: E402  (bench/, this script's folder)
 
 from guardrail import ClaimTask, Fact, JudgeRequest, JudgeVerdict, Verifier  # noqa: E402
-from guardrail.judges import datasets as ds  # noqa: E402
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig, Scored, decide  # noqa: E402
+from training import datasets as ds  # noqa: E402
 
 LABELS3 = ("supported", "contradicted", "not_found")
 
@@ -372,11 +372,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"baseline thresholds from {args.baseline_config}: {tuned}")
         judges["snli_baseline"] = LocalJudge(model_path=args.baseline, config=config, quantize=args.quantize)
     else:
-        print(f"note: no SNLI-only baseline at {args.baseline}; run guardrail.judges.train stage 1")
+        print(f"note: no SNLI-only baseline at {args.baseline}; run training.train stage 1")
 
     result: dict[str, Any] = {
         "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]),
-        "split": "eval part of the by-claim split (guardrail.judges.datasets: sha256 buckets 0-44)",
+        "split": "eval part of the by-claim split (training.datasets: sha256 buckets 0-44)",
         "data": str(args.data),
         "sizes": {k: len(v) for k, v in tasks.items()},
         "load_seconds": load_seconds,
