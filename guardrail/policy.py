@@ -41,7 +41,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from guardrail.schema import AnswerReport, CitationRef, Label, UrlVerdict
+from guardrail.aggregate import aggregate
+from guardrail.schema import AnswerClaim, AnswerReport, CitationRef, Label, Reason, UrlVerdict
 
 __all__ = [
     "POLICY_PRESETS",
@@ -128,6 +129,12 @@ class Policy(BaseModel):
     Each label takes one action or a combination: ``Action.strip``, ``"strip+annotate"`` or
     ``[Action.strip, Action.annotate]``; ``keep`` and ``block`` stand alone. Defaults: supported
     keep, contradicted annotate, not_found annotate, unreachable strip + annotate.
+
+    ``min_confidence``: a ``supported`` or ``contradicted`` verdict whose confidence (the judge's
+    probability that its label is right) is below it is treated as ``not_found`` (unverified): a
+    weak support is not shown as verified, a weak contradiction does not block. A citation that
+    backs its part of a claim that its cited pages support together (reason ``combined_sources``)
+    is treated as ``supported``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -139,6 +146,9 @@ class Policy(BaseModel):
     badges: Badges = Field(default_factory=Badges)
     block_message: str = DEFAULT_BLOCK_MESSAGE
     raise_on_block: bool = Field(default=False, description="Raise CitationBlocked instead of replacing the text.")
+    min_confidence: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Below it, supported/contradicted verdicts count as not_found."
+    )
 
     def __init__(
         self,
@@ -150,6 +160,7 @@ class Policy(BaseModel):
         badges: Badges | None = None,
         block_message: str = DEFAULT_BLOCK_MESSAGE,
         raise_on_block: bool = False,
+        min_confidence: float = 0.0,
     ) -> None:
         # An explicit signature so type checkers accept "strip+annotate" and lists, not only frozensets.
         super().__init__(
@@ -160,6 +171,7 @@ class Policy(BaseModel):
             badges=badges or Badges(),
             block_message=block_message,
             raise_on_block=raise_on_block,
+            min_confidence=min_confidence,
         )
 
     @field_validator("supported", "contradicted", "not_found", "unreachable", mode="before")
@@ -170,6 +182,24 @@ class Policy(BaseModel):
     def actions_for(self, label: Label) -> frozenset[Action]:
         """The actions for a verdict with ``label``."""
         return frozenset(getattr(self, Label(label).value))
+
+    def label_for(self, verdict: UrlVerdict, combined: bool = False) -> Label:
+        """The label this policy acts on for ``verdict`` (see ``min_confidence``); ``combined``: the
+        claim is supported by its cited pages together (reason ``combined_sources``)."""
+        if combined and verdict.label == Label.not_found and verdict.supported_parts:
+            return Label.supported
+        if verdict.label in (Label.supported, Label.contradicted) and verdict.confidence < self.min_confidence:
+            return Label.not_found
+        return verdict.label
+
+    def claim_label(self, claim: AnswerClaim) -> Label | None:
+        """The overall label this policy acts on for a checked claim (None when it cites nothing)."""
+        if claim.overall is None or not claim.verdicts:
+            return claim.overall
+        if self.min_confidence <= 0.0:
+            return claim.overall
+        combined = claim.reason == Reason.combined_sources.value
+        return aggregate(self.label_for(v, combined) for v in claim.verdicts)
 
     @classmethod
     def strict(cls, **overrides: Any) -> Policy:
@@ -276,6 +306,7 @@ class _Use:
     ref: CitationRef
     verdict: UrlVerdict
     actions: frozenset[Action]
+    label: Label  # the label the policy acts on (Policy.label_for)
 
 
 @dataclass
@@ -327,13 +358,15 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
                 if ref.ref is not None:
                     unchecked_refs.add(ref.ref)
             continue
+        combined = claim.reason == Reason.combined_sources.value
         for j, (ref, verdict) in enumerate(zip(claim.citations, claim.verdicts, strict=True)):
-            actions = policy.actions_for(verdict.label)
-            use = _Use(ci, j, ref, verdict, actions)
+            label = policy.label_for(verdict, combined)
+            actions = policy.actions_for(label)
+            use = _Use(ci, j, ref, verdict, actions, label)
             applied[(ci, j)] = AppliedAction(
                 claim_index=ci,
                 citation_index=j,
-                label=verdict.label,
+                label=label,
                 actions=sorted(actions, key=str),
                 url=ref.url,
                 marker=ref.marker,
@@ -348,7 +381,7 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
             site.items.setdefault(_item_key(ref, j), []).append(use)
     # A claim checked against sources passed in is judged as a whole: its overall label decides.
     for ci in claim_sources:
-        overall = report.claims[ci].overall
+        overall = policy.claim_label(report.claims[ci])
         if overall is not None and Action.block in policy.actions_for(overall):
             blocked = True
 
@@ -378,7 +411,7 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
             owner = next((u for u in uses if not u.ref.inherited), uses[0])
             badge: tuple[Label, str | None] | None = None
             if Action.annotate in owner.actions:
-                badge = (owner.verdict.label, _title(owner.verdict))
+                badge = (owner.label, _title(owner.verdict))
                 badges.append(badge)
             for u in uses:
                 note_ref(u.ref, strip)
@@ -386,11 +419,9 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
                 a.stripped = strip
                 if u is owner and badge is not None:
                     a.badge = render_badge(badge[0], policy, fmt, badge[1])
-                elif (
-                    u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.verdict.label)
-                ):
-                    claim_end_badges.setdefault(u.claim, []).append((u.verdict.label, _title(u.verdict)))
-                    a.badge = render_badge(u.verdict.label, policy, fmt, _title(u.verdict))
+                elif u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.label):
+                    claim_end_badges.setdefault(u.claim, []).append((u.label, _title(u.verdict)))
+                    a.badge = render_badge(u.label, policy, fmt, _title(u.verdict))
             if not strip:
                 all_stripped = False
                 kept_labels.append(key)
@@ -399,12 +430,12 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
 
     for ci, uses in claim_sources.items():
         claim = report.claims[ci]
-        overall = claim.overall
+        overall = policy.claim_label(claim)
         for u in uses:
             note_ref(u.ref, Action.strip in u.actions)
         if overall is not None and Action.annotate in policy.actions_for(overall):
-            best = next((u.verdict for u in uses if u.verdict.label == overall and u.verdict.evidence_quote), None)
-            best = best or next((u.verdict for u in uses if u.verdict.label == overall), None)
+            best = next((u.verdict for u in uses if u.label == overall and u.verdict.evidence_quote), None)
+            best = best or next((u.verdict for u in uses if u.label == overall), None)
             title = _title(best) if best else None
             claim_end_badges.setdefault(ci, []).append((overall, title))
             for u in uses:

@@ -106,7 +106,7 @@ class VerifyRequest(BaseModel):
 class PolicySpec(BaseModel):
     """A policy: a preset (``annotate``, ``default``, ``strip``, ``block``, ``strict``) with any
     label's action overridden (``"keep"``, ``"annotate"``, ``"strip"``, ``"strip+annotate"``,
-    ``"block"``)."""
+    ``"block"``) and optionally a ``min_confidence``."""
 
     preset: str = "default"
     supported: str | list[str] | None = None
@@ -114,6 +114,9 @@ class PolicySpec(BaseModel):
     not_found: str | list[str] | None = None
     unreachable: str | list[str] | None = None
     block_message: str | None = None
+    min_confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Supported/contradicted verdicts below it count as not_found."
+    )
 
     @field_validator("preset")
     @classmethod

@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from guardrail.aggregate import aggregate, aggregate_text
+from guardrail.aggregate import aggregate, aggregate_claim, aggregate_text
 from guardrail.extract import extract_claims
 from guardrail.fetch.base import Fetcher
 from guardrail.fetch.interpret import interpret
@@ -272,8 +272,16 @@ class Verifier:
                     verdict = by_evidence[ev]
                 verdicts.append(verdict)
                 counts[verdict.label.value] = counts.get(verdict.label.value, 0) + 1
+            outcome = aggregate_claim(verdicts)
             claims.append(
-                claim.model_copy(update={"verdicts": verdicts, "overall": aggregate(v.label for v in verdicts)})
+                claim.model_copy(
+                    update={
+                        "verdicts": verdicts,
+                        "overall": outcome.label,
+                        "reason": outcome.reason,
+                        "missing_parts": outcome.missing_parts,
+                    }
+                )
             )
         return AnswerReport(
             answer=answer,
@@ -513,11 +521,14 @@ class Verifier:
                     verdict, passages_shown = decided[ev], []
                 citations.append(verdict)
                 self._record(task.claim, ev, verdict, pages, passages_shown)
+            outcome = aggregate_claim(citations)
             reports.append(
                 ClaimReport(
                     claim=task.claim,
-                    overall=aggregate(c.label for c in citations),
+                    overall=outcome.label,
                     citations=citations,
+                    reason=outcome.reason,
+                    missing_parts=outcome.missing_parts,
                 )
             )
         return reports
@@ -586,6 +597,8 @@ class Verifier:
                 evidence_quote=verdict.evidence_quote,
                 confidence=verdict.confidence,
                 reason=verdict.reason,
+                supported_parts=verdict.supported_parts,
+                missing_parts=verdict.missing_parts,
             )
         page = pages[ev]
         return UrlVerdict(
@@ -597,6 +610,8 @@ class Verifier:
             original_status=page.original_status,
             rid=page.rid,
             reason=verdict.reason,
+            supported_parts=verdict.supported_parts,
+            missing_parts=verdict.missing_parts,
         )
 
     def _record(
