@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from guardrail.judges.lexicon import are_antonyms
+
 # -- sentences ---------------------------------------------------------------
 
 _ABBREVIATIONS = {
@@ -492,6 +494,26 @@ def negation_count(text: str) -> int:
 def negation_flip(claim: str, evidence: str) -> bool:
     """True when one side is negated and the other is not (parity of negation cues differs)."""
     return (negation_count(claim) % 2) != (negation_count(evidence) % 2)
+
+
+# -- antonyms --------------------------------------------------------------------
+
+_LOWER_WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
+
+
+def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[str, str] | None:
+    """A word of the claim that the evidence turns into its opposite while matching the rest of the
+    claim (at least ``min_overlap`` of its other content words): ("increased", "decreased") for
+    "Sales increased in 2010." against "Sales decreased in 2010.". None otherwise."""
+    claim_words = {w for w in _LOWER_WORD.findall(claim.lower())}
+    ev_words = {w for w in _LOWER_WORD.findall(evidence.lower())}
+    for word in sorted(claim_words - ev_words):
+        for other in ev_words - claim_words:
+            if are_antonyms(word, other):
+                rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
+                if overlap(rest, evidence) >= min_overlap:
+                    return word, other
+    return None
 
 
 # -- named entities ------------------------------------------------------------
