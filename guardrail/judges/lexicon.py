@@ -44,7 +44,7 @@ possible impossible|likely unlikely|probable improbable|able unable|visible invi
 common rare|frequent rare|often rarely|usual unusual|natural artificial|organic synthetic|manual automatic
 profit loss|profitable unprofitable|surplus deficit|asset liability|credit debit|export import
 """
-_PAIRS = _PAIRS_TEXT.split("|")
+_PAIRS = re.split(r"[|\n]", _PAIRS_TEXT)
 
 _PREFIXES = ("un", "in", "il", "im", "ir", "dis", "non", "non-")
 
