@@ -31,7 +31,7 @@ import numpy as np
 
 from guardrail.judges import checks
 from guardrail.judges.lexicon import is_english
-from guardrail.judges.parts import claim_parts
+from guardrail.judges.parts import claim_parts, subject_of
 from guardrail.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.settings import Settings
 
@@ -718,20 +718,24 @@ def _supported_in_context(scored: Scored, sentence: Candidate, config: LocalJudg
     return False
 
 
-_PRONOUN_OPENING = re.compile(r"^\W*(?:it|he|she|they|his|her|its|their|this|these|those)\b", re.IGNORECASE)
+_PRONOUN_OPENING = re.compile(r"^\W*(?:it|he|she|they|his|her|its|their)\b", re.IGNORECASE)
 
 
 def same_subject(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> bool:
-    """Whether a candidate is about the claim's subject: it names one of the claim's names, or
-    opens with a pronoun (a sentence on the subject's own page often names it so); for a claim
-    without names, it shares a word of the claim's opening."""
-    names = checks.entities(scored.claim)
+    """Whether a candidate is about the claim's subject: it opens with a pronoun (a sentence on the
+    subject's own page often names it so), or names the claim's subject (the name opening the claim;
+    else any of its names); for a claim without names, it shares a word of the claim's opening."""
+    if _PRONOUN_OPENING.match(cand.text):
+        return True
+    claim = scored.claim
+    names = checks.entities(claim)
+    lead = checks.entities(subject_of(claim))[-1:]
+    if lead:  # the claim's subject is a name: that name must be there
+        return not checks.missing_entities(lead[0], cand.text)
     if names:
-        if len(checks.missing_entities(scored.claim, cand.text)) < len(names):
-            return True
-        return bool(_PRONOUN_OPENING.match(cand.text))
-    opening = checks.content_words(" ".join(scored.claim.split()[:4]))
-    return bool(opening & checks.content_words(cand.text)) or bool(_PRONOUN_OPENING.match(cand.text))
+        return len(checks.missing_entities(claim, cand.text)) < len(names)
+    opening = checks.content_words(" ".join(claim.split()[:4]))
+    return bool(opening & checks.content_words(cand.text))
 
 
 def _contradiction(

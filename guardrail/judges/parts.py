@@ -38,7 +38,7 @@ def _has_verb(text: str) -> bool:
     return any(_verbish(w, i == 0) for i, w in enumerate(words[:8]))
 
 
-def _subject(clause: str) -> str:
+def subject_of(clause: str) -> str:
     """The words before the clause's first verb-like word (its subject), or '' when none is found."""
     words = clause.split()
     for i, w in enumerate(words):
@@ -57,7 +57,7 @@ def _clauses(text: str) -> list[str]:
                 (m for m in re.finditer(r",\s+(?:and|but|while|whereas)\s+", rest) if _has_verb(rest[m.end() :])),
                 None,
             )
-            if m is None or not _subject(rest[m.end() :]):
+            if m is None or not subject_of(rest[m.end() :]):
                 break
             out.append(rest[: m.start()])
             rest = rest[m.end() :]
@@ -85,7 +85,7 @@ def _asides(clause: str) -> tuple[str, list[str]]:
     while (m := rel.search(clause)) is not None:
         extra.append(f"{_antecedent(clause[: m.start()])} {m.group(1).strip()}")
         clause = clause[: m.start()] + clause[m.end() :]
-    subject = _subject(clause)
+    subject = subject_of(clause)
     app = re.compile(r",\s+((?:a|an|the|one|its|his|her|their)\s+[^,]+|\"[^\"]+\"|“[^”]+”)(?:,|$)")
     for m in list(app.finditer(clause)):
         inner = m.group(1).strip()
@@ -100,7 +100,7 @@ def _asides(clause: str) -> tuple[str, list[str]]:
 
 def _predicates(clause: str) -> list[str]:
     """'S V1 ... and V2 ...' -> 'S V1 ...', 'S V2 ...'."""
-    subject = _subject(clause)
+    subject = subject_of(clause)
     if not subject:
         return [clause]
     for m in re.finditer(r",?\s+and\s+", clause):
@@ -150,4 +150,4 @@ def claim_parts(claim: str, max_parts: int = 4) -> list[str]:
     return cleaned
 
 
-__all__ = ["claim_parts"]
+__all__ = ["claim_parts", "subject_of"]
