@@ -40,6 +40,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from titanic import TITANIC_FACTS  # noqa: E402  (bench/, this script's folder)
 
 from guardrail import ClaimReport, ClaimTask, Fact, JudgeRequest, JudgeVerdict, Verifier  # noqa: E402
+from guardrail.judges import checks  # noqa: E402
 from guardrail.judges.local import LocalJudge, Scored, decide  # noqa: E402
 from training import datasets as ds  # noqa: E402
 
@@ -115,11 +116,19 @@ def load_tasks(data: Path, split: str) -> dict[str, list[Task]]:
     }
 
 
+def _unrelated_claims(a: str, b: str) -> bool:
+    """Whether two claims are about different things: no name and few words in common."""
+    if set(checks.entities(a)) & set(checks.entities(b)):
+        return False
+    return checks.overlap(a, b) < 0.2 and checks.overlap(b, a) < 0.2
+
+
 def cross_claim_tasks(wice: Sequence[Task], climate: Sequence[Task], fever: Sequence[Task]) -> list[Task]:
     """Claims paired with another claim's page or evidence (gold ``not_found``): each WiCE claim with
-    the page of the next WiCE claim citing another page, each Climate-FEVER claim with the first
-    evidence of the next claim, each FEVER-Symmetric claim with the next claim's evidence (sets in
-    file order, the same part of the split, so nothing outside that part is used)."""
+    the page of the next WiCE claim about something else (no shared name, under 20 % shared words),
+    each Climate-FEVER claim with the first evidence of the next such claim, each FEVER-Symmetric
+    claim with the next such claim's evidence (sets in file order, the same part of the split, so
+    nothing outside that part is used)."""
     out: list[Task] = []
     for items, per_claim in ((wice, False), (climate, True), (fever, False)):
         firsts: list[Task] = []
@@ -129,7 +138,7 @@ def cross_claim_tasks(wice: Sequence[Task], climate: Sequence[Task], fever: Sequ
         for i, t in enumerate(firsts):
             for k in range(1, len(firsts)):
                 other = firsts[(i + k) % len(firsts)]
-                if other.evidence != t.evidence and other.claim != t.claim:
+                if other.evidence != t.evidence and _unrelated_claims(t.claim, other.claim):
                     out.append(Task(t.claim, other.evidence, "not_found"))
                     break
     return out

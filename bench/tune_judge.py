@@ -61,15 +61,15 @@ from guardrail.judges.local import LocalJudge, LocalJudgeConfig, Scored, decide
 from guardrail.schema import JudgeVerdict
 
 SUPPORT_GRID: dict[str, list[Any]] = {
-    "support_threshold": [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7],
-    "part_threshold": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
-    "support_min_overlap": [0.0, 0.1, 0.2, 0.3],
+    "support_threshold": [0.1, 0.2, 0.3, 0.4, 0.5],
+    "part_threshold": [0.1, 0.2, 0.3, 0.4],
+    "support_min_overlap": [0.1, 0.2, 0.3],
 }
 CONTRA_GRID: dict[str, list[Any]] = {
-    "contradict_threshold": [0.6, 0.7, 0.8, 0.9, 0.95],
+    "contradict_threshold": [0.7, 0.8, 0.9, 0.95],
     "contradict_margin": [0.3, 0.5, 0.7],
     "conflict_min_contradiction": [0.3, 0.5, 0.7, 0.9],
-    "contradict_min_overlap": [0.4, 0.5, 0.6],
+    "contradict_min_overlap": [0.5, 0.6],
 }
 IDENTITY = (("supported", 1.0, 0.0), ("contradicted", 1.0, 0.0), ("not_found", 1.0, 0.0))
 

@@ -755,7 +755,8 @@ def _contradiction(
             continue
         if config.context_override and cand.kind == "sentence" and _supported_in_context(scored, cand, config):
             continue
-        kind = conflict_kind(scored.claim, cand.text, config)
+        # A window joins sentences on several topics: only a lone sentence is read for a conflict.
+        kind = conflict_kind(scored.claim, cand.text, config) if cand.kind == "sentence" else None
         if kind is not None:
             found.append((con, cand, kind))
             continue
