@@ -62,14 +62,14 @@ from guardrail.schema import JudgeVerdict
 
 SUPPORT_GRID: dict[str, list[Any]] = {
     "support_threshold": [0.1, 0.2, 0.3, 0.4, 0.5],
-    "part_threshold": [0.1, 0.2, 0.3, 0.4],
-    "support_min_overlap": [0.1, 0.2, 0.3],
+    "part_threshold": [0.02, 0.05, 0.1, 0.2, 0.3],
+    "support_min_overlap": [0.2, 0.3],
 }
 CONTRA_GRID: dict[str, list[Any]] = {
-    "contradict_threshold": [0.7, 0.8, 0.9, 0.95],
-    "contradict_margin": [0.3, 0.5, 0.7],
-    "conflict_min_contradiction": [0.3, 0.5, 0.7, 0.9],
-    "contradict_min_overlap": [0.5, 0.6],
+    "contradict_threshold": [0.8, 0.9, 0.95, 0.97, 1.01],
+    "contradict_margin": [0.5, 0.7],
+    "conflict_min_contradiction": [0.5, 0.7, 0.8, 0.9, 0.95, 1.01],
+    "contradict_min_overlap": [0.5, 0.7],
 }
 IDENTITY = (("supported", 1.0, 0.0), ("contradicted", 1.0, 0.0), ("not_found", 1.0, 0.0))
 

@@ -781,8 +781,26 @@ def _best_support(
         p = float(cand.probs[ENT])
         if p < floor:
             break
-        if p > float(cand.probs[CON]) and _support_problem(scored, cand, config, claim) is None:
+        if claim is not None:
+            # A part is backed on the model's entailment alone (a short fragment against a page
+            # sentence often also reads as contradiction): contradictions are the whole claim's.
+            if _part_problem(claim, cand, config) is None:
+                return p, cand
+        elif p > float(cand.probs[CON]) and _support_problem(scored, cand, config) is None:
             return p, cand
+    return None
+
+
+def _part_problem(part: str, cand: Candidate, config: LocalJudgeConfig) -> str | None:
+    """Why this candidate cannot back one part of a split claim: a number of the part it lacks, or
+    the part's predicate turned into its opposite. Lighter than :func:`_support_problem`: parts are
+    short, pronoun-led fragments whose names and negations the whole claim's checks already cover."""
+    if config.support_min_overlap > 0 and checks.overlap(part, cand.text) < config.support_min_overlap:
+        return "unrelated"
+    if config.require_numbers and checks.missing_numbers(part, cand.text):
+        return "number"
+    if config.antonym_check and checks.antonym_flip(part, cand.text, config.negation_min_overlap) is not None:
+        return "antonym"
     return None
 
 
@@ -819,12 +837,10 @@ def decide(scored: Scored, config: LocalJudgeConfig) -> JudgeVerdict:
     parts = _parts(scored, config) if len(scored.parts) > 1 else []
     backed = [p for p, s in parts if s is not None]
     missing = [p for p, s in parts if s is None]
-    if parts and not missing:
+    if support is not None and parts and not missing:
         raw = min(s[0] for _, s in parts if s is not None)
-        best = support or max((s for _, s in parts if s is not None), key=lambda s: s[0])
-        if support is not None:
-            raw = min(raw, support[0]) if config.parts_cap_support else support[0]
-        quote = _support_quote(scored, best[1], config) if support else _quote(scored, best[1], ENT)
+        raw = min(raw, support[0]) if config.parts_cap_support else support[0]
+        quote = _support_quote(scored, support[1], config)
         return JudgeVerdict(
             label="supported",
             evidence_quote=quote,

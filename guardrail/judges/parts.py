@@ -30,6 +30,8 @@ def _verbish(word: str, first: bool = False) -> bool:
     w = word.lower().strip(",.;:\"'()")
     if w in _AUX:
         return True
+    if "-" in w:
+        return False  # "chocolate-based", "well-known": modifiers
     return not first and word[:1].islower() and w.endswith("ed") and len(w) > 4 and w not in _NOT_VERB_ED
 
 
@@ -41,6 +43,8 @@ def _has_verb(text: str) -> bool:
 def subject_of(clause: str) -> str:
     """The words before the clause's first verb-like word (its subject), or '' when none is found."""
     words = clause.split()
+    if words and _verbish(words[0]):
+        return ""  # opens with its verb: a predicate without a subject
     for i, w in enumerate(words):
         if i > 0 and _verbish(w):
             return " ".join(words[:i])
@@ -67,6 +71,9 @@ def _clauses(text: str) -> list[str]:
 
 def _antecedent(before: str) -> str:
     """The noun phrase right before a comma: a trailing run of capitalised words, else the last 3 words."""
+    quoted = re.search(r"(\"[^\"]+\"|“[^”]+”)\s*$", before)
+    if quoted:
+        return quoted.group(1)
     m = re.search(rf"({_NAME})$", before)
     if m and len(m.group(1).split()) <= 5:
         return m.group(1)
@@ -126,11 +133,17 @@ def _place_and_date(clause: str) -> list[str]:
     date, place = _DATE.search(clause), _PLACE.search(clause)
     if date is None or place is None or place.start() == date.start():
         return [clause]
-    without_date = (clause[: date.start()] + clause[date.end() :]).strip()
-    without_place = (clause[: place.start()] + clause[place.end() :]).strip()
+    without_date = _tidy(clause[: date.start()] + clause[date.end() :])
+    without_place = _tidy(clause[: place.start()] + clause[place.end() :])
     if len(without_date.split()) < 3 or len(without_place.split()) < 3:
         return [clause]
     return [without_place, without_date]
+
+
+def _tidy(text: str) -> str:
+    """Collapse the spaces and commas a removed phrase leaves ("It aired, in Australia" -> "It aired in Australia")."""
+    text = re.sub(r"\s*,\s*(?=(?:in|at|on|by|during)\b)", " ", text)
+    return " ".join(re.sub(r"\s+,", ",", text).split()).strip(" ,")
 
 
 def claim_parts(claim: str, max_parts: int = 4) -> list[str]:
