@@ -68,7 +68,7 @@ SUPPORT_GRID: dict[str, list[Any]] = {
 CONTRA_GRID: dict[str, list[Any]] = {
     "contradict_threshold": [0.8, 0.9, 0.95, 0.97, 1.01],
     "contradict_margin": [0.5, 0.7],
-    "conflict_min_contradiction": [0.5, 0.7, 0.8, 0.9, 0.95, 1.01],
+    "conflict_min_contradiction": [0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01],
     "contradict_min_overlap": [0.5, 0.7],
 }
 IDENTITY = (("supported", 1.0, 0.0), ("contradicted", 1.0, 0.0), ("not_found", 1.0, 0.0))

@@ -243,7 +243,7 @@ def test_a_sentence_contradicting_alone_but_supporting_in_context_does_not_contr
     passage = "Titanic is a 1997 film. It was directed by James Cameron. It was a hit."
     window = "Titanic is a 1997 film. It was directed by James Cameron."
     alone = "It was directed by James Cameron."
-    probs = {alone: (0.01, 0.0, 0.99), window: (0.2, 0.7, 0.1)}
+    probs = {alone: (0.01, 0.0, 0.99), window: (0.55, 0.35, 0.1)}
     verdict = decide(_scored(claim, passage, probs), LocalJudgeConfig())
     assert verdict.label == "supported" and verdict.evidence_quote == window
     off = decide(_scored(claim, passage, probs), LocalJudgeConfig(context_override=False))
@@ -300,7 +300,7 @@ def test_a_claim_its_best_sentence_settles_costs_one_pair() -> None:
     assert verdict.label == "supported" and verdict.evidence_quote == first
     assert judge.asked == [first]
     # Below the exit, the later rounds run and can still change the confidence (not the label here).
-    unsure = _TableJudge({first: (0.45, 0.45, 0.1)}, LocalJudgeConfig(early_exit=0.5, first_round=1))
+    unsure = _TableJudge({first: (0.6, 0.3, 0.1)}, LocalJudgeConfig(early_exit=0.7, first_round=1))
     assert unsure.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT])])[0].label == "supported"
     assert len(unsure.asked) > 1
 

@@ -153,9 +153,7 @@ def test_empty_page_and_all_unreachable(fetcher: StaticFetcher) -> None:
 
 def test_facts_are_judged_without_fetching(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
-    report = v.verify_many([ClaimTask(CLAIM, [Fact(BOILING, source="fact:0"), Fact(OLD, source="fact:1")])])[
-        0
-    ]
+    report = v.verify_many([ClaimTask(CLAIM, [Fact(BOILING, source="fact:0"), Fact(OLD, source="fact:1")])])[0]
     assert [c.url for c in report.citations] == ["fact:0", "fact:1"]
     assert [c.label for c in report.citations] == [Label.supported, Label.contradicted]
     assert fetcher.calls == []

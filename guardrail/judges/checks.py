@@ -442,6 +442,8 @@ def missing_numbers(claim: str, evidence: str) -> list[Quantity]:
 def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity] | None:
     """A claim quantity that the evidence does not state while it states another value for the
     same unit (``50 degrees`` vs ``100 degrees``): the claim's number and the evidence's."""
+    if _RANGE.search(evidence) or _APPROX.search(claim):
+        return None  # "95-100%", "between 36 and 72", "about 1.8 billion": not one exact value to differ from
     ev = quantities(evidence)
     for q in missing_numbers(claim, evidence):
         if q.unit is None or q.unit == "year":
@@ -450,6 +452,14 @@ def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity]
             if other.unit == q.unit and not _same_value(other.value, q.value):
                 return q, other
     return None
+
+
+_RANGE = re.compile(r"\d\s*(?:-|–|—|to)\s*[$€£]?\d|\bbetween\s+[$€£]?\d", re.IGNORECASE)
+_APPROX = re.compile(
+    r"\b(?:about|around|approximately|roughly|nearly|almost|over|under|more than|less than|at least|up to|some)"
+    r"\s+[$€£]?\d",
+    re.IGNORECASE,
+)
 
 
 _OPEN_YEAR = re.compile(
