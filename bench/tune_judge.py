@@ -176,6 +176,9 @@ def platt(raw: Sequence[float], correct: Sequence[bool], steps: int = 500) -> tu
         a, b = a - step[0], b - step[1]
         if np.abs(step).max() < 1e-8:
             break
+    if a <= 0:
+        # A score that does not rank right above wrong (few, noisy points): the label's hit rate.
+        a, b = 0.0, _logit(float(y.mean()))
     return round(float(a), 4), round(float(b), 4)
 
 
