@@ -36,7 +36,9 @@ class Settings(BaseModel):
     crawlbase_token: SecretStr | None = Field(default=None, description="CRAWLBASE_TOKEN")
     crawlbase_js_token: SecretStr | None = Field(default=None, description="CRAWLBASE_JS_TOKEN")
     crawlbase_api_url: str = Field(default="https://api.crawlbase.com/", description="CRAWLBASE_API_URL")
-    crawlbase_storage_url: str = Field(default="https://api.crawlbase.com/storage", description="CRAWLBASE_STORAGE_URL")
+    crawlbase_storage_url: str = Field(
+        default="https://api.crawlbase.com/storage", description="CRAWLBASE_STORAGE_URL"
+    )
     allow_private_hosts: bool = Field(default=False, description="GUARDRAIL_ALLOW_PRIVATE_HOSTS")
     fetch_timeout: float = Field(default=15.0, gt=0, description="GUARDRAIL_FETCH_TIMEOUT (seconds)")
     max_bytes: int = Field(default=5_000_000, gt=0, description="GUARDRAIL_MAX_BYTES")

@@ -176,7 +176,9 @@ class Verifier:
         """Synchronous :meth:`averify`."""
         return run_sync(lambda: self.averify(claim, urls))
 
-    async def averify_many(self, tasks: Sequence[ClaimTask], memo: PageMemo | None = None) -> list[ClaimReport]:
+    async def averify_many(
+        self, tasks: Sequence[ClaimTask], memo: PageMemo | None = None
+    ) -> list[ClaimReport]:
         """Verify many claims at once: every unique URL fetched once, all passages embedded
         in one batch, all (claim, source) pairs judged in one judge call."""
         checked = [self._check_task(task) for task in tasks]
@@ -458,10 +460,14 @@ class Verifier:
                 raise
             name = getattr(self.fetcher, "name", "direct")
             for u, fut in futures.items():
-                fut.set_result(fetched.get(u) or FetchedPage(url=u, reason=Reason.fetch_error.value, fetcher=name))
+                fut.set_result(
+                    fetched.get(u) or FetchedPage(url=u, reason=Reason.fetch_error.value, fetcher=name)
+                )
         return {u: await memo.tasks[u] for u in urls}
 
-    async def _judge_tasks(self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]) -> list[ClaimReport]:
+    async def _judge_tasks(
+        self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]
+    ) -> list[ClaimReport]:
         # Decide what can be decided without a judge; collect passages for the rest.
         source_passages: dict[Evidence, list[str]] = {}
         decided: dict[Evidence, UrlVerdict] = {}
@@ -474,7 +480,9 @@ class Verifier:
                     if passages:
                         source_passages[ev] = passages
                     else:
-                        decided[ev] = UrlVerdict(url=ev.source, label=Label.not_found, reason=Reason.empty_page.value)
+                        decided[ev] = UrlVerdict(
+                            url=ev.source, label=Label.not_found, reason=Reason.empty_page.value
+                        )
                     continue
                 page = pages[ev]
                 assessment = interpret(page)
@@ -574,7 +582,10 @@ class Verifier:
             return verdicts
         except Exception:
             log.exception("judge %s failed", judge.name)
-            return [JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.judge_error.value) for _ in requests]
+            return [
+                JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.judge_error.value)
+                for _ in requests
+            ]
 
     @staticmethod
     def _source_verdict(ev: Evidence, pages: dict[str, FetchedPage], verdict: JudgeVerdict) -> UrlVerdict:

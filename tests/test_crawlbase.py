@@ -309,9 +309,7 @@ async def test_transport_errors_are_scrubbed(caplog: pytest.LogCaptureFixture) -
 
 
 def test_redact_masks_token_parameters() -> None:
-    assert (
-        redact("GET https://api.crawlbase.com/?token=abc123&url=x") == "GET https://api.crawlbase.com/?token=***&url=x"
-    )
+    assert redact("GET https://api.crawlbase.com/?token=abc123&url=x") == "GET https://api.crawlbase.com/?token=***&url=x"
     assert redact("something abc123 else", ["abc123"]) == "something *** else"
 
 

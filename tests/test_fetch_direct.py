@@ -156,13 +156,7 @@ async def test_unresolvable_host_is_fetch_error() -> None:
 
 
 async def test_fetch_all_never_raises_and_keys_by_url(pages: FixtureServer) -> None:
-    urls = [
-        pages.url("/boiling"),
-        "not a url",
-        "ftp://example.org/",
-        pages.url("/gone-404"),
-        "http://nonexistent.invalid/",
-    ]
+    urls = [pages.url("/boiling"), "not a url", "ftp://example.org/", pages.url("/gone-404"), "http://nonexistent.invalid/"]
     result = await DirectFetcher(allow_private_hosts=True).fetch_all(urls)
     assert list(result) == urls
     assert result["not a url"].reason == Reason.invalid_url.value

@@ -17,7 +17,8 @@ DEFAULT_USER_AGENT = (
 """Says who is fetching (sites block anonymous clients more often than named ones)."""
 
 DEFAULT_ACCEPT = (
-    "text/html,application/xhtml+xml;q=0.9,application/pdf;q=0.9,text/markdown;q=0.8,text/plain;q=0.8,*/*;q=0.1"
+    "text/html,application/xhtml+xml;q=0.9,application/pdf;q=0.9,"
+    "text/markdown;q=0.8,text/plain;q=0.8,*/*;q=0.1"
 )
 """The formats the fetchers can read, best first."""
 

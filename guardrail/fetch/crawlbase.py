@@ -293,7 +293,9 @@ class CrawlbaseFetcher:
         if answer.thin:
             plain = await self._crawl(client, url, js=False, readability=False)
             answer = _richer(answer, plain)
-        needs_browser = answer.api_status in JS_STATUSES or answer.cb_status in JS_CB_STATUSES or answer.thin
+        needs_browser = (
+            answer.api_status in JS_STATUSES or answer.cb_status in JS_CB_STATUSES or answer.thin
+        )
         if needs_browser and self._js_token is not None:
             rendered = await self._crawl(client, url, js=True, readability=True)
             if rendered.thin:
@@ -414,7 +416,9 @@ class CrawlbaseFetcher:
 
 def _account_error(status: int, variable: str) -> ConfigurationError:
     if status == 402:
-        return ConfigurationError(f"the Crawlbase account behind {variable} has no credits left (HTTP 402); top it up")
+        return ConfigurationError(
+            f"the Crawlbase account behind {variable} has no credits left (HTTP 402); top it up"
+        )
     return ConfigurationError(
         f"Crawlbase rejected {variable} (HTTP {status}): the token is invalid, was reset, "
         "or is not a token for the Crawling API"
@@ -488,12 +492,8 @@ async def read_stored(
                     try:
                         body = await read_capped(response, max_bytes)
                     except BodyTooLarge:
-                        return FetchedPage(
-                            url=response.headers.get("url") or "",
-                            rid=rid,
-                            reason=Reason.too_large.value,
-                            fetcher="crawlbase",
-                        )
+                        return FetchedPage(url=response.headers.get("url") or "", rid=rid,
+                                           reason=Reason.too_large.value, fetcher="crawlbase")
                     return _stored_page(rid, response.headers, body)
             except httpx.HTTPError as exc:
                 raise CrawlbaseError(

@@ -244,7 +244,9 @@ class SsrfPolicy:
         resolver: Resolver | None = None,
     ) -> None:
         self.allow_private = allow_private
-        self.allowed_hosts: frozenset[tuple[str, int | None]] = frozenset(_normalize_allowed(e) for e in allowed_hosts)
+        self.allowed_hosts: frozenset[tuple[str, int | None]] = frozenset(
+            _normalize_allowed(e) for e in allowed_hosts
+        )
         self.resolver: Resolver = resolver or system_resolver
 
     def __repr__(self) -> str:
@@ -262,7 +264,9 @@ class SsrfPolicy:
         except (httpx.InvalidURL, TypeError, ValueError) as exc:
             raise UrlRefused(Reason.invalid_url, f"not a parseable URL: {exc}") from None
         if parsed.scheme not in ALLOWED_SCHEMES:
-            raise UrlRefused(Reason.invalid_url, f"scheme {parsed.scheme or '(none)'!r} is not http or https")
+            raise UrlRefused(
+                Reason.invalid_url, f"scheme {parsed.scheme or '(none)'!r} is not http or https"
+            )
         try:
             host = parsed.raw_host.decode("ascii").lower()
         except UnicodeDecodeError:
