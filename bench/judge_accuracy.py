@@ -498,6 +498,15 @@ def load_shipped_judge(ref: str, model: Path) -> tuple[Any, Any] | None:
     return module.LocalJudge(model_path=model), module.decide
 
 
+def _shipped_recorder(ref: str, model: Path) -> RecordingJudge | None:
+    """The shipped judge wrapped for recording, or None (with a note) when git cannot give its code."""
+    shipped = load_shipped_judge(ref, model if LocalJudge.available(model) else LocalJudge().path)
+    if shipped is None:
+        print(f"note: cannot read the shipped judge at {ref} from git; measuring the new one only")
+        return None
+    return RecordingJudge(shipped[0], decide_fn=shipped[1])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -533,13 +542,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     new.load()
     load_seconds = round(time.perf_counter() - t0, 2)
     judges: dict[str, RecordingJudge] = {"new": RecordingJudge(new)}
-    if not args.skip_shipped:
-        model = args.shipped_model if LocalJudge.available(args.shipped_model) else LocalJudge().path
-        shipped = load_shipped_judge(args.shipped_ref, model)
-        if shipped is None:
-            print(f"note: cannot read the shipped judge at {args.shipped_ref} from git; measuring the new one only")
-        else:
-            judges["shipped_v2"] = RecordingJudge(shipped[0], decide_fn=shipped[1])
+    if not args.skip_shipped and (shipped := _shipped_recorder(args.shipped_ref, args.shipped_model)) is not None:
+        judges["shipped_v2"] = shipped
     result: dict[str, Any] = {
         "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]),
         "split": "eval part of the by-claim split (training.datasets: sha256 buckets 0-44)",
