@@ -21,7 +21,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,9 @@ from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.judges import checks
 from guardrail.judges.lexicon import is_english
 from guardrail.judges.parts import claim_parts, subject_of
+from guardrail.onnx_backend import available as onnx_available
+from guardrail.onnx_backend import run as onnx_run
+from guardrail.onnx_backend import session_for
 from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail.judges.local")
@@ -148,7 +151,11 @@ class LocalJudgeConfig:
     AVX512-BF16; 3-4x faster there, the same labels on 1,396 of the 1,398 tune-part requests),
     float32 elsewhere (bfloat16 is emulated, so slow, on other CPUs)."""
     threads: int | None = None
-    """``torch.set_num_threads`` for scoring (process-wide), or None to leave torch's setting (one thread per core)."""
+    """Threads for scoring: ONNX Runtime's intra-op threads, or ``torch.set_num_threads`` (process-wide)
+    on the torch backend; None: one per core."""
+    backend: str = "auto"
+    """``onnx`` (ONNX Runtime, the graph exported from the shipped weights once per machine: see
+    :mod:`guardrail.onnx_backend`), ``torch``, or ``auto``: onnx where ONNX Runtime is installed."""
     # -- precision first (issue 10) --
     contradict_margin: float = 0.5
     """A contradiction the model alone finds must beat the sentence's entailment probability by this much."""
@@ -240,6 +247,29 @@ def resolve_dtype(name: str) -> str:
     return name
 
 
+def _labels_index(path: Path) -> dict[str, int]:
+    """The output column of each label, from the model's config (no weights loaded)."""
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    index = {str(v).lower(): int(k) for k, v in config.get("id2label", {}).items()}
+    if not {"entailment", "neutral", "contradiction"} <= set(index):
+        raise RuntimeError(f"model at {path} lacks entailment/neutral/contradiction labels: {index}")
+    return index
+
+
+def _tokenizer(path: Path) -> Any:
+    """The model's tokenizer, loaded once per process, never touching the network."""
+    with _LOCK:
+        key = (str(path), "tokenizer")
+        if key not in _TOKENIZERS:
+            from transformers import AutoTokenizer
+
+            _TOKENIZERS[key] = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        return _TOKENIZERS[key]
+
+
+_TOKENIZERS: dict[tuple[str, str], Any] = {}
+
+
 def _load(path: Path, quantize: bool, dtype: str = "float32") -> tuple[Any, Any, dict[str, int]]:
     """Load (once per process) tokenizer and model from ``path``, never touching the network."""
     key = (str(path), quantize, dtype)
@@ -307,9 +337,22 @@ class LocalJudge:
             path = Path(settings.judge_model)
         return cls(model_path=path)
 
+    @property
+    def backend(self) -> str:
+        """``onnx`` or ``torch``: what scores the pairs (see ``LocalJudgeConfig.backend``)."""
+        if self.config.backend == "auto":
+            return "onnx" if onnx_available() else "torch"
+        if self.config.backend not in ("onnx", "torch"):
+            raise ValueError(f"LocalJudgeConfig.backend must be auto, onnx or torch, not {self.config.backend!r}")
+        return self.config.backend
+
     def load(self) -> None:
         """Load the weights now (otherwise the first ``judge`` call does)."""
-        _load(self.path, self.quantize, self.dtype)
+        if self.backend == "onnx":
+            _tokenizer(self.path)
+            session_for(self.path, "classifier", "int8" if self.quantize else "float32", self.config.threads)
+        else:
+            _load(self.path, self.quantize, self.dtype)
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         """Judge every request in one batched scoring pass, off the event loop."""
@@ -325,8 +368,8 @@ class LocalJudge:
             try:
                 verdicts.append(decide(scored, self.config))
             except Exception:
-                log.exception("local judge could not decide a request")
-                verdicts.append(JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.judge_error.value))
+                log.exception("internal error: the local judge could not decide a request")
+                verdicts.append(JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.internal_error.value))
         return verdicts
 
     def score(self, requests: Sequence[JudgeRequest]) -> list[Scored]:
@@ -399,38 +442,73 @@ class LocalJudge:
     def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """Probabilities ``[entailment, neutral, contradiction]`` per (premise, hypothesis) pair,
         in length-sorted batches (padding is most of the cost of a mixed batch on a CPU)."""
+        if self.backend == "onnx":
+            return self._predict_onnx(premises, hypotheses)
+        return self._predict_torch(premises, hypotheses)
+
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices grouped into length-sorted batches of at most ``batch_tokens`` padded tokens."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        batches: list[list[int]] = []
+        start = 0
+        while start < len(order):
+            stop = start + 1
+            while stop < len(order) and lengths[order[stop]] * (stop - start + 1) <= self.config.batch_tokens:
+                stop += 1
+            batches.append(order[start:stop])
+            start = stop
+        return batches
+
+    def _encode(self, premises: Sequence[str], hypotheses: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
+        enc = _tokenizer(self.path)(
+            list(premises), list(hypotheses), truncation="longest_first", max_length=self.config.max_length
+        )
+        return enc["input_ids"], enc["token_type_ids"]
+
+    def _padded(
+        self, ids: list[list[int]], types: list[list[int]]
+    ) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+        """Each length-sorted batch: its indices and its padded ``input_ids``, ``token_type_ids``
+        and ``attention_mask``."""
+        for batch in self._batches([len(i) for i in ids]):
+            width = len(ids[batch[-1]])
+            feeds = {name: np.zeros((len(batch), width), dtype=np.int64) for name in _FEEDS}
+            for row, i in enumerate(batch):
+                n = len(ids[i])
+                feeds["input_ids"][row, :n] = ids[i]
+                feeds["token_type_ids"][row, :n] = types[i]
+                feeds["attention_mask"][row, :n] = 1
+            yield batch, feeds
+
+    def _predict_onnx(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        session = session_for(self.path, "classifier", "int8" if self.quantize else "float32", self.config.threads)
+        index = _labels_index(self.path)
+        cols = [index["entailment"], index["neutral"], index["contradiction"]]
+        ids, types = self._encode(premises, hypotheses)
+        out = np.zeros((len(ids), 3), dtype=np.float32)
+        for batch, feeds in self._padded(ids, types):
+            logits = onnx_run(session, feeds).astype(np.float32)
+            exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+            out[batch] = (exp / exp.sum(axis=1, keepdims=True))[:, cols]
+        return out
+
+    def _predict_torch(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         import torch
 
-        tokenizer, model, index = _load(self.path, self.quantize, self.dtype)
+        _, model, index = _load(self.path, self.quantize, self.dtype)
         if self.config.threads is not None and torch.get_num_threads() != self.config.threads:
             torch.set_num_threads(self.config.threads)
-        enc = tokenizer(list(premises), list(hypotheses), truncation="longest_first", max_length=self.config.max_length)
-        ids: list[list[int]] = enc["input_ids"]
-        types: list[list[int]] = enc["token_type_ids"]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = np.zeros((len(ids), 3), dtype=np.float32)
         cols = [index["entailment"], index["neutral"], index["contradiction"]]
-        start = 0
+        ids, types = self._encode(premises, hypotheses)
+        out = np.zeros((len(ids), 3), dtype=np.float32)
         with torch.inference_mode():
-            while start < len(order):
-                stop = start + 1
-                while stop < len(order) and len(ids[order[stop]]) * (stop - start + 1) <= self.config.batch_tokens:
-                    stop += 1
-                batch = order[start:stop]
-                width = len(ids[batch[-1]])
-                input_ids = torch.zeros((len(batch), width), dtype=torch.long)
-                token_types = torch.zeros((len(batch), width), dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, i in enumerate(batch):
-                    n = len(ids[i])
-                    input_ids[row, :n] = torch.tensor(ids[i])
-                    token_types[row, :n] = torch.tensor(types[i])
-                    mask[row, :n] = 1
-                logits = model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
-                probs = torch.softmax(logits.float(), dim=-1)[:, cols].numpy()
-                out[batch] = probs
-                start = stop
+            for batch, feeds in self._padded(ids, types):
+                logits = model(**{name: torch.from_numpy(value) for name, value in feeds.items()}).logits
+                out[batch] = torch.softmax(logits.float(), dim=-1)[:, cols].numpy()
         return out
+
+
+_FEEDS = ("input_ids", "token_type_ids", "attention_mask")
 
 
 def plan_rounds(plan: Sequence[Candidate], config: LocalJudgeConfig) -> list[list[Candidate]]:
