@@ -541,3 +541,15 @@ def test_verifier_sync_entry_point(pages: FixtureServer) -> None:
     verifier = Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
     report = verifier.verify("Water boils at 100 degrees Celsius at sea level.", [pages.url("/boiling")])
     assert report.overall == Label.supported
+
+
+async def test_the_tls_context_is_built_once_per_fetcher_off_the_event_loop() -> None:
+    """Loading the CA bundle takes ~0.1 s: done once per fetcher (in a thread), not per call."""
+    import ssl
+
+    fetcher = DirectFetcher()
+    first = await fetcher._tls()
+    assert await fetcher._tls() is first and first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
+    custom = ssl.create_default_context()
+    assert await DirectFetcher(verify=custom)._tls() is custom
+    assert (await DirectFetcher(verify=False)._tls()).verify_mode == ssl.CERT_NONE
