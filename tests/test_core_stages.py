@@ -63,6 +63,26 @@ class TestQuoteGuard:
         verdict = JudgeVerdict(label="contradicted", evidence_quote="It is hot.", confidence=0.7)
         assert apply_quote_guard(verdict, self.passages) == verdict
 
+    @pytest.mark.parametrize(
+        "quote",
+        [
+            "At sea level, water boils at the temperature of the surface of the sun.",  # 5 real words, then invented
+            "water boils at \u201c100 degrees\u201d Celsius. It is cold.",  # all real but the last word
+            "AT SEA LEVEL, WATER BOILS",  # the page's words in another case
+            "at sea level, water boils",
+            "It is hot!",
+        ],
+    )
+    def test_a_quote_must_be_the_page_s_words_letter_for_letter(self, quote: str) -> None:
+        verdict = JudgeVerdict(label="supported", evidence_quote=quote, confidence=0.9)
+        guarded = apply_quote_guard(verdict, self.passages)
+        assert (guarded.label, guarded.reason) == ("not_found", "evidence_quote_not_in_source")
+
+    def test_a_quote_spanning_two_passages_is_not_in_either(self) -> None:
+        passages = ["Water boils at 100 degrees.", "It freezes at 0 degrees."]
+        assert not quote_in_passages("Water boils at 100 degrees. It freezes at 0 degrees.", passages)
+        assert quote_in_passages("It freezes at 0 degrees.", passages)
+
     def test_not_found_passes_untouched(self) -> None:
         verdict = JudgeVerdict(label="not_found", confidence=0.4)
         assert apply_quote_guard(verdict, self.passages) == verdict

@@ -129,6 +129,14 @@ def test_short_not_found_templates_are_soft_404(text: str) -> None:
     assert decided(page(text=text)) == (Label.not_found, Reason.soft_404.value)
 
 
+def test_a_not_found_template_under_the_threshold_but_over_300_characters_is_soft_404() -> None:
+    """A template with a long menu: 300 < size < SOFT_404_MAX_CHARS (800), few prose sentences."""
+    menu = "\n".join(f"- [Browse our section number {n}](/section/{n})" for n in range(14))
+    text = f"# Page not found\n\nSorry, that page could not be found.\n\n{menu}"
+    assert 300 < non_whitespace_chars(text) < SOFT_404_MAX_CHARS == 800
+    assert decided(page(text=text)) == (Label.not_found, Reason.soft_404.value)
+
+
 def test_soft_404_by_title_alone() -> None:
     p = page(text="Try searching for what you need, or browse the sections below.", title="404 - Example")
     assert decided(p) == (Label.not_found, Reason.soft_404.value)

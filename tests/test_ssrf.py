@@ -24,7 +24,7 @@ from guardrail.fetch.ssrf import (
     parse_ipv4_literal,
 )
 from guardrail.settings import Settings
-from tests.fixtures.server import FixtureServer, Route
+from tests.fixtures.server import FixtureServer, Route, counting
 
 BLOCKED_LITERALS = [
     # IPv4 loopback in every spelling inet_aton and browsers accept
@@ -350,6 +350,25 @@ async def test_opt_in_through_settings_and_environment(pages: FixtureServer) -> 
     assert page.reason is None and "100 degrees Celsius" in page.text
     explicit = DirectFetcher(allow_private_hosts=True)
     assert (await explicit.fetch_all([url]))[url].reason is None
+
+
+@pytest.mark.parametrize("off", ["0", "false", "False", "off", "no", " 0 "])
+async def test_the_opening_written_off_keeps_the_guard_on(pages: FixtureServer, off: str) -> None:
+    """GUARDRAIL_ALLOW_PRIVATE_HOSTS=0 (or false, off, no) from the environment to the fetcher:
+    the loopback page is refused and never asked for."""
+    settings = Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": off})
+    assert settings.allow_private_hosts is False
+    url = pages.url("/boiling")
+    with counting(pages) as hits:
+        page = (await DirectFetcher.from_settings(settings).fetch_all([url]))[url]
+    assert page.reason == Reason.blocked_address.value and hits == {}
+    with counting(pages) as hits:
+        page = (
+            await DirectFetcher.from_settings(Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": "1"})).fetch_all(
+                [url]
+            )
+        )[url]
+    assert page.reason is None and hits == {"/boiling": 1}
 
 
 async def test_verifier_opt_in_reaches_the_fetcher(pages: FixtureServer) -> None:
