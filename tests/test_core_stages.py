@@ -152,6 +152,26 @@ class TestSettings:
     def test_the_ssrf_opening_reads_off_as_off(self, raw: str, expected: bool) -> None:
         assert Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": raw}).allow_private_hosts is expected
 
+    @pytest.mark.parametrize(
+        ("variable", "value"),
+        [
+            ("GUARDRAIL_MAX_BYTES", "0"),
+            ("GUARDRAIL_MAX_BYTES", "-1"),
+            ("GUARDRAIL_FETCH_TIMEOUT", "0"),
+            ("GUARDRAIL_JUDGE_TIMEOUT", "-5"),
+            ("GUARDRAIL_FETCH_ATTEMPTS", "0"),
+            ("GUARDRAIL_MAX_REDIRECTS", "-1"),
+            ("GUARDRAIL_CONCURRENCY", "0"),
+            ("GUARDRAIL_TOP_K", "0"),
+            ("GUARDRAIL_CACHE_TTL", "-1"),
+            ("GUARDRAIL_MAX_BODY_BYTES", "0"),
+        ],
+    )
+    def test_a_limit_out_of_range_is_an_error_naming_the_variable(self, variable: str, value: str) -> None:
+        """A zero or negative cap would switch a limit off (or stop all work): refused, not read."""
+        with pytest.raises(ConfigurationError, match=variable):
+            Settings.from_env({variable: value})
+
     def test_an_unclear_switch_is_an_error_not_a_guess(self) -> None:
         with pytest.raises(ConfigurationError, match="GUARDRAIL_ALLOW_PRIVATE_HOSTS"):
             Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": "maybe"})
