@@ -122,4 +122,4 @@ __all__ = [
     "render_badge",
     "stream_cut",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -32,7 +32,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from pydantic import BaseModel, Field
 
 from guardrail import AnswerReport, CitationBlocked, Label, Policy
-from guardrail_llamaindex import (
+from llama_index.postprocessor.citation_guardrail import (
     VERDICT_KEYS,
     CitationGuardPostprocessor,
     CitationGuardQueryEngine,
