@@ -1,7 +1,9 @@
 """LangChain integration of the citation guardrail (distribution ``langchain-citation-guardrail``).
 
 * :class:`CitationGuard` - a Runnable to append to a chain (``prompt | model | parser | CitationGuard()``)
-  or to wrap one with (``CitationGuard().wrap(chain)``, a :class:`GuardedRunnable`).
+  or to wrap one with (``CitationGuard().wrap(chain)``, a :class:`GuardedRunnable`);
+* :class:`LangChainJudge` and :class:`LangChainEmbedder` - your chat model and embeddings as the
+  guard's judge and embedder.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from langchain_citation_guardrail.guard import (
     CitationGuard,
     get_citation_report,
 )
+from langchain_citation_guardrail.models import LangChainEmbedder, LangChainJudge
 from langchain_citation_guardrail.wrap import GuardedRunnable
 
 __all__ = [
@@ -21,8 +24,9 @@ __all__ = [
     "REPORT_RUN_NAME",
     "CitationGuard",
     "GuardedRunnable",
+    "LangChainEmbedder",
+    "LangChainJudge",
     "get_citation_report",
 ]
 
 __version__ = "0.1.0"
-

@@ -6,10 +6,13 @@
 * :class:`CitationGuardQueryEngine` - wraps any query engine (``CitationQueryEngine`` included)
   and verifies the citations of its answer (``[n]`` markers resolved to the response's source
   nodes), streaming included.
+* :class:`LlamaIndexJudge` and :class:`LlamaIndexEmbedder` - your LLM and embedding model as the
+  guard's judge and embedder.
 """
 
 from __future__ import annotations
 
+from llama_index.postprocessor.citation_guardrail.models import LlamaIndexEmbedder, LlamaIndexJudge
 from llama_index.postprocessor.citation_guardrail.postprocessor import VERDICT_KEYS, CitationGuardPostprocessor
 from llama_index.postprocessor.citation_guardrail.query_engine import (
     BLOCKED_KEY,
@@ -24,6 +27,8 @@ __all__ = [
     "VERDICT_KEYS",
     "CitationGuardPostprocessor",
     "CitationGuardQueryEngine",
+    "LlamaIndexEmbedder",
+    "LlamaIndexJudge",
     "report_of",
 ]
 
