@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -204,7 +205,7 @@ SEED_QUOTE_120 = "they let water reach about 120 degrees Celsius before it boils
 
 def verdict_json(label: str, quote: str = "", confidence: float = 0.9) -> str:
     """A judge's answer as the built-in LLM judges' prompt asks for it."""
-    return f'{{"label": "{label}", "evidence_quote": "{quote}", "confidence": {confidence}}}'
+    return json.dumps({"label": label, "evidence_quote": quote, "confidence": confidence})
 
 
 JUDGE_SEEDS: list[tuple[str, str, list[str], str, str | None]] = [
@@ -250,6 +251,19 @@ JUDGE_SEEDS: list[tuple[str, str, list[str], str, str | None]] = [
     ("Its first cut ran for more than four hours.", "/titanic-first-cut", [], "unreachable", "http_404"),
 ]
 """The seed examples a judge over a scripted chat model must label (with two attempts per request)."""
+
+_FENCED = re.compile(r"<(claim|passage id=\d+)>\n(.*?)\n</(?:claim|passage)>", re.S)
+
+
+def overlap_answer(prompt: str) -> str:
+    """What a chat model judging like :class:`OverlapJudge` answers to the built-in judges' prompt
+    (the fenced claim and passages of ``prompt``), as JSON."""
+    fenced = _FENCED.findall(prompt)
+    claims = [text for tag, text in fenced if tag == "claim"]
+    if not claims:
+        return "I see no claim to judge."
+    verdict = OverlapJudge()._one(JudgeRequest(claim=claims[-1], passages=[t for tag, t in fenced if tag != "claim"]))
+    return verdict_json(verdict.label, verdict.evidence_quote or "", round(verdict.confidence, 3))
 
 
 # -- duck-typed sources ----------------------------------------------------------------------

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.documents import Document
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
@@ -20,16 +18,10 @@ from guardrail import CitationBlocked, Label, Policy, Settings, Verifier
 from guardrail.apps.demo import site_fetcher
 from langchain_citation_guardrail import CitationGuard, CitationGuardMiddleware, get_citation_report
 from tests.fakes import HashEmbedder, OverlapJudge
+from tests.fixtures.langchain import ToolCallingFake
 from tests.fixtures.server import FixtureServer
 
 ANSWER = "Water boils at 50 degrees Celsius at sea level [1]. Titanic was directed by James Cameron [2]."
-
-
-class ToolCallingFake(GenericFakeChatModel):
-    """langchain-core's GenericFakeChatModel, with tools bound as create_agent binds them."""
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFake:
-        return self
 
 
 @pytest.fixture(scope="module")
