@@ -27,6 +27,10 @@ DEFAULT_MAX_BYTES = 5_000_000
 """The default cap on a fetched body, decoded (``GUARDRAIL_MAX_BYTES``)."""
 DEFAULT_FETCH_TIMEOUT = 15.0
 """Seconds per page request by default (``GUARDRAIL_FETCH_TIMEOUT``)."""
+DEFAULT_HOST_CONCURRENCY = 4
+"""Requests in flight to one host, by default (``GUARDRAIL_HOST_CONCURRENCY``)."""
+DEFAULT_HOST_RATE = 5.0
+"""Requests per second to one host after a burst of as many, by default (``GUARDRAIL_HOST_RATE``)."""
 
 
 class ConfigurationError(ValueError):
@@ -83,6 +87,12 @@ class Settings(BaseSettings):
     max_bytes: int = _env("GUARDRAIL_MAX_BYTES", default=DEFAULT_MAX_BYTES, gt=0)
     max_redirects: int = _env("GUARDRAIL_MAX_REDIRECTS", default=5, ge=0)
     concurrency: int = _env("GUARDRAIL_CONCURRENCY", default=8, ge=1)
+    host_concurrency: int = _env(
+        "GUARDRAIL_HOST_CONCURRENCY", "requests in flight to one host", default=DEFAULT_HOST_CONCURRENCY, ge=1
+    )
+    host_rate: float = _env(
+        "GUARDRAIL_HOST_RATE", "requests per second to one host, 0 for no limit", default=DEFAULT_HOST_RATE, ge=0
+    )
     top_k: int = _env("GUARDRAIL_TOP_K", default=3, ge=1)
     cache_path: Path | None = _env("GUARDRAIL_CACHE", "SQLite page cache file, or off", default=None)
     cache_ttl: float = _env("GUARDRAIL_CACHE_TTL", "seconds", default=24 * 3600.0, ge=0)

@@ -28,6 +28,7 @@ from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
 from guardrail.apps.batch.engine import BatchResult, arun_batch, finish_run, is_done
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.rows import BatchRow, read_rows, row_from_data
+from guardrail.onnx_backend import set_default_threads
 from guardrail.runtime import build_runtime
 from guardrail.settings import ConfigurationError, Settings
 
@@ -95,7 +96,10 @@ class RowVerifier:
     ) -> None:
         _use_threads(cpus)
         self.rows_at_once = rows_at_once
-        self.runtime = build_runtime(settings, cache=cache, audit=False, **(stages() if stages else {}))
+        # The rows of a block share judge calls: one batched model pass instead of one per row.
+        self.runtime = build_runtime(
+            settings, cache=cache, audit=False, batch_judge_calls=True, **(stages() if stages else {})
+        )
         judge = self.runtime.verifier.judge
         if judge is not None:
             judge.load()  # once per actor, not on the first block
@@ -116,6 +120,7 @@ class RowVerifier:
 
 def _use_threads(cpus: int) -> None:
     """Model threads equal to the actor's CPUs (this is the actor's own process)."""
+    set_default_threads(cpus)
     try:
         import torch
     except ImportError:

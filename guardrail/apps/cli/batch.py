@@ -167,7 +167,7 @@ def run_batch_cli(
                 on_row=progress.on_row,
             )
         return _print_summary(outcome.summary, out, html_path, console, err_console)
-    run = open_run(settings, cache=cache, audit=audit)
+    run = open_run(settings, cache=cache, audit=audit, batch_judge_calls=True)  # rows share judge calls
     try:
         warn_if_no_judge(run.verifier, err_console)
         with progress.bar:

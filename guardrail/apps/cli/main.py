@@ -202,6 +202,15 @@ def check(
             case_sensitive=False,
         ),
     ] = CheckFormat.markdown,
+    min_confidence: Annotated[
+        float,
+        typer.Option(
+            "--min-confidence",
+            min=0.0,
+            max=1.0,
+            help="A supported or contradicted verdict less confident than this counts as unverified (not_found).",
+        ),
+    ] = 0.0,
     allow_private_hosts: AllowPrivate = False,
     cache: UseCache = True,
     audit: UseAudit = True,
@@ -227,7 +236,9 @@ def check(
     finally:
         run.close()
     guarded: GuardedAnswer = apply_policy(
-        report, Policy.preset(policy.value), "html" if fmt == CheckFormat.html else "markdown"
+        report,
+        Policy.preset(policy.value, min_confidence=min_confidence),
+        "html" if fmt == CheckFormat.html else "markdown",
     )
     if fmt == CheckFormat.json:
         sys.stdout.write(guarded.model_dump_json(indent=2) + "\n")
