@@ -59,7 +59,7 @@ from guardrail.fetch.once import FetchOnce
 from guardrail.judges.local import LocalJudge
 from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder, offline_minilm_path
 from guardrail.store.cache import PageCache
-from guardrail_langchain import CitationGuard
+from langchain_citation_guardrail import CitationGuard
 
 SIZES = (1, 5, 20)
 TARGET_MS = 100.0

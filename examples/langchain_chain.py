@@ -36,7 +36,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
 from guardrail import AnswerReport, Policy
 from guardrail.apps.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
-from guardrail_langchain import CitationGuard
+from langchain_citation_guardrail import CitationGuard
 
 ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. In Denver it boils at about 95 degrees \
 Celsius [1]. A pressure cooker lets water reach 150 degrees Celsius before it boils [1].

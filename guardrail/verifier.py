@@ -38,6 +38,7 @@ from guardrail.fetch.once import FetchOnce, PageMemo
 from guardrail.judges import judge_from_settings
 from guardrail.judges.base import Judge
 from guardrail.judges.batching import BatchingJudge
+from guardrail.observe import observed
 from guardrail.retrieval import Embedder, best_indices, shared_embedder, similarities
 from guardrail.settings import Settings
 
@@ -346,7 +347,9 @@ class Verifier:
         return ClaimTask(claim=task.claim.strip(), evidence=list(dict.fromkeys(evidence)), settle_at=task.settle_at)
 
     async def _fetch(self, urls: Sequence[str], memo: PageMemo) -> dict[str, FetchedPage]:
-        return await self.fetcher.fetch_all(urls, memo)
+        return await observed(
+            "fetch", lambda: {"urls": list(urls)}, lambda: self.fetcher.fetch_all(urls, memo), _describe_pages
+        )
 
     async def _judge_tasks(self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]) -> list[ClaimReport]:
         source_passages, decided = self._read_sources(tasks, pages)
@@ -449,7 +452,9 @@ class Verifier:
                 for _ in requests
             ]
         try:
-            verdicts = await judge.judge(requests)
+            verdicts = await observed(
+                "judge", lambda: _describe_requests(judge, requests), lambda: judge.judge(requests), _describe_verdicts
+            )
             if len(verdicts) != len(requests):
                 raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(requests)} requests")
             return verdicts
@@ -514,6 +519,30 @@ class Verifier:
                 recorder(record)
             except Exception:
                 log.exception("audit recorder failed")
+
+
+def _describe_pages(pages: dict[str, FetchedPage]) -> dict[str, object]:
+    """What a fetch came to, for a stage observer (no page text)."""
+    return {
+        "pages": [
+            {"url": url, "status": page.original_status, "final_url": page.final_url, "reason": page.reason}
+            for url, page in pages.items()
+        ]
+    }
+
+
+def _describe_requests(judge: Judge, requests: Sequence[JudgeRequest]) -> dict[str, object]:
+    """What a judge call is asked, for a stage observer."""
+    return {
+        "judge": judge.name,
+        "model": judge.model,
+        "requests": [{"claim": r.claim, "passages": list(r.passages)} for r in requests],
+    }
+
+
+def _describe_verdicts(verdicts: Sequence[JudgeVerdict]) -> dict[str, object]:
+    """A judge call's verdicts (before the quote guard), for a stage observer."""
+    return {"verdicts": [v.model_dump(mode="json") for v in verdicts]}
 
 
 async def _nothing() -> list[ClaimReport]:

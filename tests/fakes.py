@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -194,6 +195,75 @@ def static_pages() -> StaticFetcher:
             INJECTED_URL: page(INJECTED_URL, INJECTED_TEXT, "rid-inj"),
         }
     )
+
+
+# -- the seed examples, for the judges over a framework's chat model ---------------------------------
+
+SEED_QUOTE_100 = "pure water boils at 100 degrees Celsius (212 degrees Fahrenheit)"
+SEED_QUOTE_120 = "they let water reach about 120 degrees Celsius before it boils"
+
+
+def verdict_json(label: str, quote: str = "", confidence: float = 0.9) -> str:
+    """A judge's answer as the built-in LLM judges' prompt asks for it."""
+    return json.dumps({"label": label, "evidence_quote": quote, "confidence": confidence})
+
+
+JUDGE_SEEDS: list[tuple[str, str, list[str], str, str | None]] = [
+    # The demo answer's claims against the demo pages (guardrail.apps.demo): (claim, path, what the
+    # model answers, in order, the label, the reason).
+    (
+        "Water boils at 100 degrees Celsius at sea level.",
+        "/boiling",
+        [verdict_json("supported", SEED_QUOTE_100)],
+        "supported",
+        None,
+    ),
+    (
+        "A pressure cooker lets water reach 150 degrees Celsius before it boils.",
+        "/boiling",
+        [verdict_json("contradicted", SEED_QUOTE_120)],
+        "contradicted",
+        None,
+    ),
+    ("It starred Brad Pitt and Kate Winslet.", "/titanic", [verdict_json("not_found")], "not_found", None),
+    (  # the model obeys an injection and quotes a sentence that is not in the page: the quote guard
+        "Water boils at 100 degrees Celsius at sea level.",
+        "/boiling",
+        [verdict_json("supported", "Water always boils at 100 degrees Celsius everywhere.")],
+        "not_found",
+        "evidence_quote_not_in_source",
+    ),
+    (  # not JSON, then a valid answer in a code fence: strict parsing, one retry
+        "Water boils at 100 degrees Celsius at sea level.",
+        "/boiling",
+        ["Sure! It is supported.", f"```json\n{verdict_json('supported', SEED_QUOTE_100)}\n```"],
+        "supported",
+        None,
+    ),
+    (  # a label we do not have, twice: the retry budget (two attempts) is spent
+        "Water boils at 100 degrees Celsius at sea level.",
+        "/boiling",
+        [verdict_json("true", SEED_QUOTE_100), verdict_json("true", SEED_QUOTE_100)],
+        "not_found",
+        "judge_error",
+    ),
+    # a dead link never reaches the model
+    ("Its first cut ran for more than four hours.", "/titanic-first-cut", [], "unreachable", "http_404"),
+]
+"""The seed examples a judge over a scripted chat model must label (with two attempts per request)."""
+
+_FENCED = re.compile(r"<(claim|passage id=\d+)>\n(.*?)\n</(?:claim|passage)>", re.S)
+
+
+def overlap_answer(prompt: str) -> str:
+    """What a chat model judging like :class:`OverlapJudge` answers to the built-in judges' prompt
+    (the fenced claim and passages of ``prompt``), as JSON."""
+    fenced = _FENCED.findall(prompt)
+    claims = [text for tag, text in fenced if tag == "claim"]
+    if not claims:
+        return "I see no claim to judge."
+    verdict = OverlapJudge()._one(JudgeRequest(claim=claims[-1], passages=[t for tag, t in fenced if tag != "claim"]))
+    return verdict_json(verdict.label, verdict.evidence_quote or "", round(verdict.confidence, 3))
 
 
 # -- duck-typed sources ----------------------------------------------------------------------

@@ -266,7 +266,7 @@ def test_postprocessor_keeps_nodes_whose_pages_all_time_out(
 ) -> None:
     from llama_index.core.schema import NodeWithScore, TextNode
 
-    from guardrail_llamaindex import CitationGuardPostprocessor
+    from llama_index.postprocessor.citation_guardrail import CitationGuardPostprocessor
 
     for path in ("/slow-a", "/slow-b", "/slow-c"):
         site.routes[path] = Route(body=PAGE, delay=1.0)

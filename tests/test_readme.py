@@ -31,8 +31,12 @@ def test_readme_opens_with_install_and_test_commands() -> None:
     install, tests = first_block
     assert install.startswith("python3 -m venv .venv && ") and "guardrail demo" in install
     assert "-c requirements.lock torch==2.13.0" in install and "-c requirements.lock -e '.[dev]'" in install
+    # the two integration distributions, from the repository, with everything their tests need
+    assert "-e ./integrations/langchain -e ./integrations/llamaindex" in install
     assert "--upgrade pip" not in install  # a new venv's bundled pip is what a newcomer has
     assert tests.endswith("-m pytest")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     # CI runs the README's own lines, read from it, never a copy that could drift.
-    assert "README.md" in ci and install not in ci and "-m pytest" not in ci
+    assert "README.md" in ci and install not in ci and tests not in ci
+    # ...then installs the three distributions without the lock, not editable, and runs them.
+    assert "./integrations/langchain ./integrations/llamaindex" in ci and "pip install -q -e" not in ci

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from guardrail.core.schema import AnswerReport
+from guardrail.extras import install_command
 from guardrail.judges.base import Judge
 from guardrail.runtime import build_verifier
 from guardrail.settings import Settings
@@ -242,7 +243,7 @@ def note_if_no_judge(verifier: Verifier) -> None:
         print(
             "note: no judge is available (the embedded judge model is not installed and GUARDRAIL_JUDGE "
             "names none), so every reachable citation will read 'unverified'; dead links are still "
-            "caught. Install the model or set GUARDRAIL_JUDGE=openai|anthropic|ollama for real verdicts.\n",
+            f"caught. {install_command('local')} or set GUARDRAIL_JUDGE=openai|anthropic|ollama for real verdicts.\n",
             file=sys.stderr,
         )
 

@@ -10,9 +10,10 @@ The rooms: :mod:`~guardrail.apps.batch.rows` reads and validates the input,
 
 from __future__ import annotations
 
+from typing import Any
+
 from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
 from guardrail.apps.batch.engine import BatchResult, arun_batch, arun_batch_file
-from guardrail.apps.batch.report import render_html
 from guardrail.apps.batch.results import CitationRow, RowResult
 from guardrail.apps.batch.rows import BatchInputError, BatchRow, read_rows
 from guardrail.apps.batch.summary import BatchSummary, summarize, write_csv
@@ -33,3 +34,12 @@ __all__ = [
     "summarize",
     "write_csv",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The HTML report needs Jinja2 (the [cli] extra): imported when it is asked for.
+    if name == "render_html":
+        from guardrail.apps.batch.report import render_html
+
+        return render_html
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
 from guardrail.apps.batch.files import atomic_text_file
-from guardrail.apps.batch.report import render_html
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.rows import BatchRow, read_rows
 from guardrail.apps.batch.summary import BatchSummary, summarize, write_csv
 from guardrail.core.schema import Reason
+from guardrail.extras import require_extra
 from guardrail.settings import ConfigurationError
 
 if TYPE_CHECKING:
@@ -168,6 +168,9 @@ def finish_run(
     html_out = None
     if html_path is not None:
         html_out = Path(html_path)
+        require_extra("cli", "the batch HTML report (--html)", ("jinja2", "markupsafe"))
+        from guardrail.apps.batch.report import render_html
+
         page = render_html(results, summary, title=f"Citation report: {Path(input_path).name}")
         with atomic_text_file(html_out) as fh:
             fh.write(page)

@@ -1,5 +1,5 @@
 """``python -m guardrail.apps.cli``: the ``guardrail`` command."""
 
-from guardrail.apps.cli.main import main
+from guardrail.apps.cli import main
 
 main()

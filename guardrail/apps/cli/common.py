@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from guardrail.apps.cli.console import ui
 from guardrail.core.schema import AnswerReport, Label, UrlVerdict
+from guardrail.extras import install_command
 from guardrail.runtime import Runtime, build_runtime
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.store import StoreError
@@ -63,8 +65,8 @@ def warn_if_no_judge(verifier: Verifier, console: Console | None = None) -> None
     label read not_found)."""
     if verifier.judge is None:
         (console or ui.err).print(
-            "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE or install the "
-            "embedded model); pages are fetched but nothing can be judged."
+            "[yellow]warning:[/yellow] no judge is available (set GUARDRAIL_JUDGE, or "
+            f"{escape(install_command('local'))} for the embedded one); pages are fetched but nothing can be judged."
         )
 
 

@@ -32,6 +32,7 @@ from guardrail.apps.cli.common import (
 )
 from guardrail.apps.cli.console import ui
 from guardrail.core.schema import ClaimReport
+from guardrail.extras import MissingExtraError, require_extra
 from guardrail.settings import ConfigurationError
 
 if TYPE_CHECKING:
@@ -320,6 +321,7 @@ def serve(
     """Serve the HTTP API: /verify, /v1/check-grounding (Vertex compatible), /v1/guard, /health, /docs."""
     import os
 
+    require_extra("server", "guardrail serve")
     import uvicorn
 
     # The app is built by a factory in each worker process: flags travel as environment settings.
@@ -349,8 +351,12 @@ app.add_typer(audit_app, name="audit")
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point; a missing extra (``guardrail serve`` without ``[server]``, a judge
+    without ``[llm]`` or ``[local]``) is an input error naming the install command (exit 2)."""
+    try:
+        app()
+    except MissingExtraError as exc:
+        raise SystemExit(bad_input(str(exc)).exit_code) from None
 
 
 if __name__ == "__main__":

@@ -40,14 +40,21 @@ Where things are:
 * :mod:`.middleware` - the bearer token and the body cap (pure ASGI, in front of routing);
 * :mod:`.state` - :class:`ServiceState` (verifier, stores, readiness, ``/health``);
 * :mod:`.dependencies` - how routes get the state; :mod:`.routes` - one router per concern.
+
+It needs the ``[server]`` extra (FastAPI, uvicorn): ``pip install 'citation-guardrail[server]'``.
 """
 
 from __future__ import annotations
 
-from guardrail.apps.server.app import app_from_env, create_app
-from guardrail.apps.server.errors import error_body
-from guardrail.apps.server.models import FetcherHealth, GuardRequest, Health, PolicySpec, VerifyRequest
-from guardrail.apps.server.state import ServiceState
+from guardrail.extras import require_extra
+
+# Before FastAPI is imported: without the [server] extra, say which command installs it.
+require_extra("server", "the HTTP service (guardrail.apps.server, guardrail serve)")
+
+from guardrail.apps.server.app import app_from_env, create_app  # noqa: E402
+from guardrail.apps.server.errors import error_body  # noqa: E402
+from guardrail.apps.server.models import FetcherHealth, GuardRequest, Health, PolicySpec, VerifyRequest  # noqa: E402
+from guardrail.apps.server.state import ServiceState  # noqa: E402
 
 __all__ = [
     "FetcherHealth",

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from guardrail.apps.server.models import ComponentHealth, FetcherHealth, Health, HealthStatus
 from guardrail.core.schema import JudgeRequest
+from guardrail.extras import install_command
 from guardrail.fetch.base import Fetcher
 from guardrail.judges.base import Judge
 from guardrail.retrieval import Embedder
@@ -20,7 +21,7 @@ __all__ = ["ServiceState"]
 
 log = logging.getLogger("guardrail.server")
 
-_NO_JUDGE = "no judge is available: install the embedded model or set GUARDRAIL_JUDGE"
+_NO_JUDGE = f"no judge is available: {install_command('local')} (the embedded judge) or set GUARDRAIL_JUDGE"
 
 
 @dataclass

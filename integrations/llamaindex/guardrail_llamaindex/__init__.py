@@ -1,15 +1,28 @@
-"""LlamaIndex integration of the citation guardrail.
+"""Deprecated name of :mod:`llama_index.postprocessor.citation_guardrail` (distribution
+``llama-index-postprocessor-citation-guardrail``).
 
-* :class:`CitationGuardPostprocessor` - re-checks retrieved nodes against the live pages named in
-  their metadata, records the verdict in the node's metadata and drops dead or contradicted ones.
-* :class:`CitationGuardQueryEngine` - wraps any query engine and verifies the citations of its
-  answer (``[n]`` markers resolved to the response's source nodes), streaming included.
+Kept for one release: importing it warns (``DeprecationWarning``) and gives the same objects.
 """
 
 from __future__ import annotations
 
-from guardrail_llamaindex.postprocessor import VERDICT_KEYS, CitationGuardPostprocessor
-from guardrail_llamaindex.query_engine import BLOCKED_KEY, REPORT_KEY, CitationGuardQueryEngine, report_of
+import warnings
+
+from llama_index.postprocessor.citation_guardrail import (
+    BLOCKED_KEY,
+    REPORT_KEY,
+    VERDICT_KEYS,
+    CitationGuardPostprocessor,
+    CitationGuardQueryEngine,
+    report_of,
+)
+
+warnings.warn(
+    "guardrail_llamaindex is deprecated and will be removed in the next release: import from "
+    "llama_index.postprocessor.citation_guardrail (pip install llama-index-postprocessor-citation-guardrail)",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 __all__ = [
     "BLOCKED_KEY",

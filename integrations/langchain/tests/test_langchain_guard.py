@@ -23,9 +23,9 @@ from langchain_core.runnables import RunnableGenerator, RunnableLambda, Runnable
 
 from guardrail import AnswerReport, CitationBlocked, Label, Policy, Settings, Verifier
 from guardrail.apps.demo import site_fetcher
-from guardrail_langchain import CITATION_REPORT_EVENT, CitationGuard, get_citation_report
+from langchain_citation_guardrail import CITATION_REPORT_EVENT, CitationGuard, get_citation_report
 from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
-from tests.fixtures.pages import TITANIC
+from tests.fixtures.pages import TITANIC, inline_answer
 from tests.fixtures.server import FixtureServer, Route, SlowPage, counting
 
 BLOCKED = "Withheld: a citation failed verification."
@@ -60,15 +60,6 @@ class Recorder(BaseCallbackHandler):
 
     def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
         self.events.append((name, data))
-
-
-def inline_answer(pages: FixtureServer) -> str:
-    u = pages.url
-    return (
-        f"Water boils at 100 degrees Celsius at sea level ({u('/boiling')}). "
-        f"Water boils at 50 degrees Celsius at sea level ({u('/boiling')}). "
-        f"Titanic was directed by James Cameron ([film]({u('/titanic')}))."
-    )
 
 
 def numbered_answer(pages: FixtureServer) -> str:
@@ -422,10 +413,10 @@ def test_runs_appear_under_the_guards_name_and_config(pages: FixtureServer, veri
     recorder = Recorder()
     guard = CitationGuard(verifier=verifier)
     guard.invoke("Nothing to check here.", config={"callbacks": [recorder]})
-    assert recorder.starts == [("CitationGuard", [])]
+    assert recorder.starts == [("CitationGuard", []), ("citation_report", [])]  # the report's child run
     recorder = Recorder()
     guard.with_config(run_name="my-guard", tags=["guarded"]).invoke("x", config={"callbacks": [recorder]})
-    assert recorder.starts == [("my-guard", ["guarded"])]
+    assert recorder.starts[0] == ("my-guard", ["guarded"])
 
 
 async def test_with_config_in_astream_events(pages: FixtureServer, verifier: Verifier) -> None:

@@ -8,7 +8,6 @@ their protocols. No network.
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import AsyncGenerator, Generator, Iterator
 from datetime import datetime
@@ -16,7 +15,6 @@ from typing import Any
 
 import pytest
 from llama_index.core import Document, PromptTemplate, Settings, VectorStoreIndex
-from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen
 from llama_index.core.base.response.schema import (
     RESPONSE_TYPE,
     AsyncStreamingResponse,
@@ -26,58 +24,30 @@ from llama_index.core.base.response.schema import (
 )
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
-from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import CitationQueryEngine, CustomQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from pydantic import BaseModel, Field
 
 from guardrail import AnswerReport, CitationBlocked, Label, Policy
-from guardrail_llamaindex import (
+from llama_index.postprocessor.citation_guardrail import (
     VERDICT_KEYS,
     CitationGuardPostprocessor,
     CitationGuardQueryEngine,
     report_of,
 )
 from tests.fakes import fixture_verifier
+from tests.fixtures.llamaindex import CitingLLM
 from tests.fixtures.server import FixtureServer, counting
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 BLOCK = Policy().block_message
 
 
-class CitingLLM(MockLLM):
-    """A MockLLM that answers like a model following CitationQueryEngine's prompt: the first
-    sentence of every numbered source, each followed by its ``[n]`` marker. Streams in 7-char deltas."""
-
-    @staticmethod
-    def answer(prompt: str) -> str:
-        context = prompt.split("Now it's your turn")[-1]
-        parts = []
-        for n, body in re.findall(r"Source (\d+):\n(.*?)(?=\nSource \d+:|\n------)", context, re.S):
-            first = re.split(r"(?<=[.!?])\s", body.strip())[0].rstrip(".")
-            parts.append(f"{first} [{n}].")
-        return " ".join(parts)
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self.answer(prompt))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        text = self.answer(prompt)
-
-        def gen() -> CompletionResponseGen:
-            for i in range(0, len(text), 7):
-                yield CompletionResponse(text=text[: i + 7], delta=text[i : i + 7])
-
-        return gen()
-
-
 @pytest.fixture
 def li_settings() -> Iterator[None]:
     """LlamaIndex's global LLM and embedding model for one test, restored afterwards."""
     saved = (Settings._llm, Settings._embed_model)
-    Settings.llm = CitingLLM(max_tokens=None)
+    Settings.llm = CitingLLM()
     Settings.embed_model = MockEmbedding(embed_dim=8)
     try:
         yield
