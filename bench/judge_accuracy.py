@@ -525,6 +525,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None, help="first N items per set (quick looks only)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: LocalJudgeConfig.threads)")
     p.add_argument("--skip-shipped", action="store_true", help="measure the new judge only")
+    p.add_argument(
+        "--latency-only", action="store_true", help="only the latency figures (to re-measure on a quiet machine)"
+    )
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "judge_accuracy")
     args = p.parse_args(argv)
     if not (args.data / "wice_claim_dev.jsonl").is_file():
@@ -556,6 +559,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_seconds": load_seconds,
         "models": {},
     }
+    if args.latency_only:
+        judges = {}
+        args.out = args.out.with_name(args.out.name + "_latency")
     for name, recorder in judges.items():
         print(f"{name} ({recorder.inner.path}):")
         result["models"][name] = evaluate(recorder, tasks)
