@@ -86,7 +86,7 @@ def test_output_schema_carries_the_report_under_its_key() -> None:
 def test_policy_accepts_preset_names_and_dicts(pages: FixtureServer, verifier: Verifier) -> None:
     assert CitationGuard(policy="strict").policy == Policy.strict()
     assert CitationGuard(policy="strip").policy == Policy.preset("strip")
-    assert CitationGuard(policy={"contradicted": "block"}).policy == Policy.strict()
+    assert CitationGuard(policy={"contradicted": "block", "unsafe_link": "block"}).policy == Policy.strict()
     out = CitationGuard(policy="strict", verifier=verifier).invoke(inline_answer(pages))
     assert out == Policy().block_message
     with pytest.raises(ValidationError, match="unknown policy preset 'strictest'"):
