@@ -116,6 +116,9 @@ class Settings(BaseSettings):
     )
     request_timeout: float = _env("GUARDRAIL_REQUEST_TIMEOUT", "service: seconds per request", default=120.0, gt=0)
     body_timeout: float = _env("GUARDRAIL_BODY_TIMEOUT", "service: seconds to receive a body", default=30.0, gt=0)
+    audit_wait: float = _env(
+        "GUARDRAIL_AUDIT_WAIT", "CLI: seconds to wait at the end for audit rows held up", default=30.0, ge=0
+    )
 
     @field_validator("judge", mode="before")
     @classmethod

@@ -113,6 +113,7 @@ def verify(
     else:
         render_claim_report(report, ui.out)
         run.hint()
+    run.fail_if_not_recorded()
 
 
 EXIT_BLOCKED = 1
@@ -236,6 +237,7 @@ def check(
         ui.err.print(f"overall: {label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
         run.hint()
     fail_on_internal_errors(report)
+    run.fail_if_not_recorded()
     if guarded.blocked:
         raise typer.Exit(EXIT_BLOCKED)
 
