@@ -10,7 +10,13 @@ The rooms: :mod:`~guardrail.apps.batch.rows` reads and validates the input,
 
 from __future__ import annotations
 
-from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
+from guardrail.apps.batch.checkpoint import (
+    BatchLockedError,
+    BatchOutputError,
+    Checkpoint,
+    checkpoint_path,
+    lock_path,
+)
 from guardrail.apps.batch.engine import BatchResult, arun_batch, arun_batch_file
 from guardrail.apps.batch.report import render_html
 from guardrail.apps.batch.results import CitationRow, RowResult
@@ -19,6 +25,8 @@ from guardrail.apps.batch.summary import BatchSummary, summarize, write_csv
 
 __all__ = [
     "BatchInputError",
+    "BatchLockedError",
+    "BatchOutputError",
     "BatchResult",
     "BatchRow",
     "BatchSummary",
@@ -28,6 +36,7 @@ __all__ = [
     "arun_batch",
     "arun_batch_file",
     "checkpoint_path",
+    "lock_path",
     "read_rows",
     "render_html",
     "summarize",
