@@ -7,18 +7,16 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
 
 import pytest
 
 from guardrail import Fact, Settings, Verifier, check_grounding
 from guardrail.bridges import CpuGate
-from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.limits import RequestLimitError
 from guardrail.settings import ConfigurationError
 from guardrail.streaming import AnswerStream
 from guardrail.verifier import JUDGE_CHUNK, ClaimTask
-from tests.fakes import GOOD_URL, HashEmbedder, OverlapJudge, StaticFetcher, static_pages
+from tests.fakes import GOOD_URL, HashEmbedder, OverlapJudge, SlowCpuJudge, StaticFetcher, static_pages
 
 CLAIM = "Water boils at 100 degrees Celsius at sea level."
 
@@ -216,28 +214,8 @@ async def test_the_loop_keeps_running_while_an_answer_is_extracted() -> None:
     assert max(gaps) < elapsed / 2, (max(gaps), elapsed)
 
 
-class CountingCpuJudge(OverlapJudge):
-    """An in-process judge (cpu_bound) that takes 0.2 s per call in a worker thread."""
-
-    cpu_bound = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.finished = 0
-
-    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        self.calls.append(list(requests))
-
-        def work() -> list[JudgeVerdict]:
-            time.sleep(0.2)
-            self.finished += 1
-            return [self._one(r) for r in requests]
-
-        return await asyncio.to_thread(work)
-
-
 async def test_a_cancelled_call_stops_judging_after_the_chunk_in_progress() -> None:
-    judge = CountingCpuJudge()
+    judge = SlowCpuJudge(0.2)
     v = Verifier(judge=judge, embedder=HashEmbedder(), fetcher=static_pages(), settings=Settings(cache_path="off"))  # type: ignore[arg-type]
     tasks = [
         ClaimTask(claim=f"Water boils at {n} degrees.", evidence=[Fact(f"Water boils at {n} degrees.")])

@@ -117,6 +117,8 @@ def verify(
 
 
 EXIT_BLOCKED = 1
+GRACEFUL_TIMEOUT = 5
+"""Seconds ``guardrail serve`` gives in-flight requests on SIGTERM before cancelling their work."""
 
 
 class PolicyChoice(Enum):
@@ -307,11 +309,27 @@ def serve(
         typer.Option("--max-body-bytes", help="Request body cap (default GUARDRAIL_MAX_BODY_BYTES, 8 MiB).", min=1),
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    graceful_timeout: Annotated[
+        int,
+        typer.Option(
+            "--graceful-timeout",
+            help="Seconds in-flight requests get to finish on SIGTERM before their work is cancelled.",
+            min=0,
+        ),
+    ] = GRACEFUL_TIMEOUT,
 ) -> None:
-    """Serve the HTTP API: /verify, /v1/check-grounding (Vertex compatible), /v1/guard, /health, /docs."""
+    """Serve the HTTP API: /verify, /v1/check-grounding (Vertex compatible), /v1/guard, /health, /docs.
+
+    On SIGTERM the service stops accepting connections, gives in-flight requests --graceful-timeout
+    seconds, cancels their work, writes the audit rows still queued (briefly) and exits. Request
+    heads over 32 KiB answer 431; a head not complete within 10 s, or a body not complete within
+    GUARDRAIL_BODY_TIMEOUT, closes the connection.
+    """
     import os
 
     import uvicorn
+
+    from guardrail.apps.server.protocol import MAX_HEAD_BYTES, GuardedH11Protocol
 
     # The app is built by a factory in each worker process: flags travel as environment settings.
     if allow_private_hosts:
@@ -331,6 +349,9 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        http=GuardedH11Protocol,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        timeout_graceful_shutdown=graceful_timeout,
     )
 
 

@@ -3,6 +3,7 @@ handlers and the routers together; :func:`app_from_env` is what ``guardrail serv
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,7 +12,7 @@ from fastapi import FastAPI
 from guardrail import __version__
 from guardrail.apps.server.dependencies import state_of
 from guardrail.apps.server.errors import EXCEPTION_HANDLERS
-from guardrail.apps.server.middleware import BearerAuth, BodyLimit
+from guardrail.apps.server.middleware import BearerAuth, BodyLimit, RequestWork
 from guardrail.apps.server.routes import ROUTERS
 from guardrail.apps.server.state import ServiceState
 from guardrail.fetch.base import Fetcher
@@ -56,7 +57,10 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.guardrail = state
-    app.add_middleware(BodyLimit, max_body_bytes=cap)
+    # Added innermost first: the token is checked, then the body read (capped, in time), then the
+    # request's work runs under its deadline, cancelled if the client leaves.
+    app.add_middleware(RequestWork, timeout=state.settings.request_timeout)
+    app.add_middleware(BodyLimit, max_body_bytes=cap, body_timeout=state.settings.body_timeout)
     if state.api_key is not None:  # added last, so it runs first: no body is read without the token
         app.add_middleware(BearerAuth, api_key=state.api_key)
     for router in ROUTERS:
@@ -72,7 +76,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        state.close()
+        await asyncio.to_thread(state.close)  # waits briefly for queued audit rows
 
 
 def app_from_env() -> FastAPI:
