@@ -232,3 +232,19 @@ async def test_a_cancelled_call_stops_judging_after_the_chunk_in_progress() -> N
     # Uncancelled, the same call judges every chunk.
     reports = await v.averify_many(tasks[: JUDGE_CHUNK + 1])
     assert [len(c) for c in judge.calls[1:]] == [JUDGE_CHUNK, 1] and len(reports) == JUDGE_CHUNK + 1
+
+
+def test_the_integrations_raise_a_value_error_naming_the_field() -> None:
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from guardrail_langchain import CitationGuard
+    from guardrail_llamaindex import CitationGuardPostprocessor
+
+    v = verifier()
+    with pytest.raises(ValueError, match="answer holds a lone surrogate"):
+        CitationGuard(verifier=v).invoke(f"Water \ud800 boils [1]({GOOD_URL}).")
+    node = NodeWithScore(
+        node=TextNode(text="Water \ud800 boils at 100 degrees.", metadata={"url": GOOD_URL}), score=1.0
+    )
+    with pytest.raises(ValueError, match=r"items\[0\] text holds a lone surrogate"):
+        CitationGuardPostprocessor(v).postprocess_nodes([node])

@@ -8,7 +8,10 @@ under the sha256 of their UTF-8 bytes, each distinct text once. ``content_hash``
 sha256 of the fetched page's text, so :meth:`AuditStore.replay` can prove that what it
 shows is byte for byte what the verifier had.
 
-Use an :class:`AuditStore` as a verifier recorder: ``Verifier(recorders=[store])``.
+Use an :class:`AuditStore` as a verifier recorder: ``Verifier(recorders=[store])`` (inline), or,
+as the apps do (:func:`guardrail.runtime.build_runtime`), behind an
+:class:`~guardrail.store.writer.AuditWriter` that writes from a thread of its own and keeps and
+retries rows while the store cannot take them.
 """
 
 from __future__ import annotations
@@ -113,10 +116,11 @@ class AuditStore(SQLiteFile):
 
     Safe to share between threads and processes (WAL, busy timeout, one short transaction
     per row). ``store_texts=False`` keeps hashes and passages but not the page texts.
-    Recording runs inline on the caller's thread (the verifier calls recorders from its event
-    loop): measured on 2 cores, 0.26 ms a row when the page text is already stored, about
-    1 ms when a new 100 kB page is hashed, compressed and stored. Transactions are one row
-    long, so a writer in another process makes it wait milliseconds, not seconds.
+    Used directly as a recorder, recording runs inline on the caller's thread (the verifier
+    calls recorders from its event loop): measured on 2 cores, 0.26 ms a row when the page text
+    is already stored, about 1 ms when a new 100 kB page is hashed, compressed and stored; but a
+    writer in another process holding the lock makes it wait up to the busy timeout, which is why
+    the apps put an :class:`~guardrail.store.writer.AuditWriter` in between.
     """
 
     KIND = "audit store"

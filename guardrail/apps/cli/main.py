@@ -93,7 +93,8 @@ def verify(
         ),
     ] = True,
 ) -> None:
-    """Verify one claim against the URLs it cites (exit 0 whatever the verdict, 2 on bad input)."""
+    """Verify one claim against the URLs it cites (exit 0 whatever the verdict, 2 on bad input, 4 when
+    the decisions could not be recorded in the audit store)."""
 
     if not claim.strip():
         raise bad_input("--claim must not be empty")
@@ -171,39 +172,44 @@ def load_sources_file(path: Path) -> list[object]:
     return sources
 
 
+SourcesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--sources",
+        help="Sources the answer's \\[n] markers refer to: a JSON list of URLs or {url, text} objects, "
+        "or a text file with one URL per line.",
+        show_default=False,
+    ),
+]
+CheckPolicyOption = Annotated[
+    PolicyChoice,
+    typer.Option(
+        "--policy",
+        help="annotate: a badge on every citation; default: flag doubtful citations, replace dead "
+        "links with a badge; strip: remove every citation that is not supported; block: withhold the "
+        "answer unless every citation is supported; strict: default, but withhold on a contradiction.",
+        case_sensitive=False,
+    ),
+]
+CheckFormatOption = Annotated[
+    CheckFormat,
+    typer.Option(
+        "--format",
+        help="markdown or html badges in the guarded answer; json: the guarded answer, the actions "
+        "and the full report as JSON.",
+        case_sensitive=False,
+    ),
+]
+
+
 @app.command()
 def check(
     answer_file: Annotated[
         str, typer.Argument(metavar="ANSWER_FILE|-", help="The answer to guard (markdown), or - for stdin.")
     ],
-    sources_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--sources",
-            help="Sources the answer's \\[n] markers refer to: a JSON list of URLs or {url, text} objects, "
-            "or a text file with one URL per line.",
-            show_default=False,
-        ),
-    ] = None,
-    policy: Annotated[
-        PolicyChoice,
-        typer.Option(
-            "--policy",
-            help="annotate: a badge on every citation; default: flag doubtful citations, replace dead "
-            "links with a badge; strip: remove every citation that is not supported; block: withhold the "
-            "answer unless every citation is supported; strict: default, but withhold on a contradiction.",
-            case_sensitive=False,
-        ),
-    ] = PolicyChoice.annotate,
-    fmt: Annotated[
-        CheckFormat,
-        typer.Option(
-            "--format",
-            help="markdown or html badges in the guarded answer; json: the guarded answer, the actions "
-            "and the full report as JSON.",
-            case_sensitive=False,
-        ),
-    ] = CheckFormat.markdown,
+    sources_file: SourcesOption = None,
+    policy: CheckPolicyOption = PolicyChoice.annotate,
+    fmt: CheckFormatOption = CheckFormat.markdown,
     allow_private_hosts: AllowPrivate = False,
     cache: UseCache = True,
     audit: UseAudit = True,
@@ -211,7 +217,8 @@ def check(
     """Guard a whole answer: verify every citation in it and print it with the policy applied.
 
     Exit 0 when the guarded answer is printed, 1 when the policy blocked it (still printed), 2 on bad input,
-    3 when a citation could not be checked because of a failure of our own (internal_error).
+    3 when a citation could not be checked because of a failure of our own (internal_error), 4 when
+    decisions could not be recorded in the audit store.
     """
     from guardrail.core.policy import GuardedAnswer, Policy, apply_policy
 
