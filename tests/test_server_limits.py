@@ -289,7 +289,7 @@ def test_work_stops_when_the_client_leaves(tmp_path: Path) -> None:
     judge = SlowCpuJudge(0.1)
     app = create_app(verifier=fake_verifier(judge, max_answer_chars=100_000, max_claims=1000, max_checks=10_000))
     with served(app) as (host, port):
-        raw = json.dumps(many_claims(400)).encode()  # 2000 pairs: 32 chunks of 64, over 3 s of judging
+        raw = json.dumps(many_claims(400)).encode()  # 2000 pairs: 63 chunks of 32, 6 s of judging
         with socket.create_connection((host, port)) as conn:
             conn.sendall(
                 b"POST /v1/guard HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -409,7 +409,8 @@ def test_sigterm_stops_the_service_within_seconds(tmp_path: Path) -> None:
         try:
             base = f"http://127.0.0.1:{port}"
             _wait_until_up(base, proc)
-            slow = threading.Thread(target=_post_ignoring_errors, args=(base + "/verify", site.url("/slow")))
+            answers: list[httpx.Response] = []
+            slow = threading.Thread(target=_post_into, args=(answers, base + "/verify", site.url("/slow")))
             slow.daemon = True
             slow.start()
             deadline = time.monotonic() + 20
@@ -420,15 +421,18 @@ def test_sigterm_stops_the_service_within_seconds(tmp_path: Path) -> None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=15)
             assert time.perf_counter() - start < 5
+            slow.join(timeout=10)
+            assert [a.status_code for a in answers] == [503]  # told, not reset
+            assert answers[0].json()["error"]["status"] == "UNAVAILABLE" and answers[0].headers["retry-after"] == "1"
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
 
 
-def _post_ignoring_errors(url: str, page: str) -> None:
-    with contextlib.suppress(httpx.HTTPError):  # the service stops under it
-        httpx.post(url, json={"claim": CLAIM, "urls": [page]}, timeout=90)
+def _post_into(answers: list[httpx.Response], url: str, page: str) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        answers.append(httpx.post(url, json={"claim": CLAIM, "urls": [page]}, timeout=90))
 
 
 def _free_port() -> int:

@@ -24,6 +24,7 @@ import asyncio
 import hmac
 
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from guardrail.apps.server.errors import error_response
@@ -179,7 +180,8 @@ class _Replay:
 class RequestWork:
     """Runs each HTTP request's app in a task of its own and cancels it when the client disconnects
     after sending its body (the work would answer nobody) or when ``timeout`` seconds have passed
-    (then 504, naming ``GUARDRAIL_REQUEST_TIMEOUT``, if the response has not started).
+    (then 504, naming ``GUARDRAIL_REQUEST_TIMEOUT``, if the response has not started). When the
+    server cancels the request at shutdown, the work is cancelled and the client told 503.
 
     The server's ``receive`` is watched once the body has been handed to the app; later calls the
     app makes get the disconnect from the watch. Cancelling the task cancels what it awaits:
@@ -202,8 +204,11 @@ class RequestWork:
         watch = _DisconnectWatch(receive)
         sent = _SendTracker(send)
         work = asyncio.ensure_future(self.app(scope, watch.receive, sent))
+        stopping = False
         try:
             await asyncio.wait({work, watch.gone}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            stopping = True  # the server is shutting down (its graceful timeout passed)
         finally:
             if not work.done():
                 work.cancel()
@@ -211,10 +216,17 @@ class RequestWork:
             await asyncio.gather(work, return_exceptions=True)
         if work.cancelled():
             if not watch.left and not sent.started:
-                message = f"the request took longer than {self.timeout:g} s and was stopped (GUARDRAIL_REQUEST_TIMEOUT)"
-                await error_response(504, message, {"Connection": "close"})(scope, receive, send)
+                await self._stopped_response(stopping)(scope, receive, send)
             return
         work.result()  # an exception of the app is raised here, for the server error handler
+
+    def _stopped_response(self, shutting_down: bool) -> Response:
+        """What a request whose work was stopped answers: 503 at shutdown, else 504 (its deadline)."""
+        if shutting_down:
+            message = "the service is shutting down; the request was stopped, try again"
+            return error_response(503, message, {"Connection": "close", "Retry-After": "1"})
+        message = f"the request took longer than {self.timeout:g} s and was stopped (GUARDRAIL_REQUEST_TIMEOUT)"
+        return error_response(504, message, {"Connection": "close"})
 
 
 class _DisconnectWatch:
