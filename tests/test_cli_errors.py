@@ -230,3 +230,9 @@ def test_an_unwritable_export_out_is_an_input_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["audit", "export", "--db", str(db), "--out", str(blocker / "x.jsonl")], env=NO_STORES)
     assert_clean_exit(result, 2)
     assert "a-file" in result.stderr
+
+
+def test_serve_refuses_a_blank_api_key_naming_the_variable() -> None:
+    result = runner.invoke(app, ["serve", "--port", "9"], env={**NO_STORES, "GUARDRAIL_API_KEY": "   "})
+    assert_clean_exit(result, 2)
+    assert "GUARDRAIL_API_KEY" in result.stderr and "blank" in result.stderr
