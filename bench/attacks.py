@@ -428,17 +428,26 @@ def audit_locked(site: LoopbackSite, hold: float = 10.0) -> Callable[[Service], 
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
         claims = [f"Water boils at {90 + n} degrees Celsius at sea level." for n in range(20)]
         bodies = [{"claim": c, "urls": [site.url("/boiling")]} for c in claims]
-        latencies, statuses = asyncio.run(_post_all(service.base, "/verify", bodies, clients=20))
-        during = _health(service)
-        holder.wait()
+        sent: list[tuple[list[float], list[Any]]] = []
+        posting = threading.Thread(
+            target=lambda: sent.append(asyncio.run(_post_all(service.base, "/verify", bodies, clients=20)))
+        )
+        posting.start()
+        seen: list[dict[str, Any]] = []
+        while holder.poll() is None:  # /health as it reads while the lock is held
+            seen.append(_health(service))
+            time.sleep(0.5)
+        posting.join()
+        latencies, statuses = sent[0]
         deadline = time.monotonic() + 60
         while (after := _health(service))["audit"]["pending"] and time.monotonic() < deadline:
             time.sleep(0.1)
         return {
             "status": sorted(set(statuses)),
             "verify_max_ms_while_locked": round(1000 * max(latencies), 1),
-            "health_while_locked": during["status"],
-            "audit_error_while_locked": (during["audit"]["error"] or "")[:80],
+            "health_while_locked": sorted({h["status"] for h in seen}),
+            "audit_pending_max_while_locked": max((h["audit"]["pending"] for h in seen), default=0),
+            "audit_error_while_locked": next((h["audit"]["error"][:80] for h in seen if h["audit"]["error"]), ""),
             "rows_written_after": after["audit"]["written"] - written_before,
             "rows_lost": after["audit"]["lost"],
             "note": f"lock held {hold:g} s; {len(claims)} requests",
