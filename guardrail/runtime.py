@@ -7,8 +7,11 @@ caller                          page cache            audit store           judg
 ==============================  ====================  ====================  ================  ==================
 ``build_verifier()`` (library,  as the settings say   as the settings say   one per call      from the settings
 LangChain, LlamaIndex)          (unset: off)          (unset: off)
-``guardrail verify/check/       on (``--no-cache``)   on (``--no-audit``)   one per call      from the settings
-batch``
+``guardrail verify/check``      on (``--no-cache``)   on (``--no-audit``)   one per call      from the settings
+``guardrail batch`` (local)     on (``--no-cache``)   on (``--no-audit``)   batched across    from the settings
+                                                                            rows
+``guardrail batch --engine      node's file           off                   batched across    from the settings
+ray`` (each actor)              (``--no-cache``)                            rows
 ``guardrail serve``             on                    as the settings say   batched across    from the settings
                                                                             requests
 ``guardrail demo``              off                   off                   one per call      direct, the demo

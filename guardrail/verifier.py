@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from guardrail.bridges import CpuGate, run_sync
-from guardrail.core.aggregate import aggregate, aggregate_text
+from guardrail.core.aggregate import aggregate_claim, aggregate_text
 from guardrail.core.extract import extract_claims, normalize_sources
 from guardrail.core.interpret import interpret
 from guardrail.core.passages import split_passages
@@ -265,7 +265,9 @@ class Verifier:
             elif claim.grounding_check_required and claim.citations:
                 report = reports[plan.task_of[i]] if i in plan.task_of else None
                 verdicts = _verdicts_in_citation_order(claim.citations, plan.tasks, plan.task_of.get(i), report)
-                claim = claim.model_copy(update={"verdicts": verdicts, "overall": aggregate(v.label for v in verdicts)})
+                outcome = aggregate_claim(verdicts)
+                update = {"verdicts": verdicts, "overall": outcome.label, "reason": outcome.reason}
+                claim = claim.model_copy(update={**update, "missing_parts": outcome.missing_parts})
             claims.append(claim)
         return assemble_report(
             answer,
@@ -437,8 +439,15 @@ class Verifier:
                 verdict, passages_shown = judged[(i, ev)] if (i, ev) in judged else (decided[ev], [])
                 citations.append(verdict)
                 self._record(task.claim, ev, verdict, pages, passages_shown)
+            outcome = aggregate_claim(citations)
             reports.append(
-                ClaimReport(claim=task.claim, overall=aggregate(c.label for c in citations), citations=citations)
+                ClaimReport(
+                    claim=task.claim,
+                    overall=outcome.label,
+                    citations=citations,
+                    reason=outcome.reason,
+                    missing_parts=outcome.missing_parts,
+                )
             )
         return reports
 
@@ -529,6 +538,8 @@ class Verifier:
                 evidence_quote=verdict.evidence_quote,
                 confidence=verdict.confidence,
                 reason=verdict.reason,
+                supported_parts=verdict.supported_parts,
+                missing_parts=verdict.missing_parts,
             )
         page = pages[ev]
         return UrlVerdict(
@@ -540,6 +551,8 @@ class Verifier:
             original_status=page.original_status,
             rid=page.rid,
             reason=verdict.reason,
+            supported_parts=verdict.supported_parts,
+            missing_parts=verdict.missing_parts,
         )
 
     def _record(

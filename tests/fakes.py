@@ -151,6 +151,12 @@ class StaticFetcher:
         return {u: self.pages.get(u) or FetchedPage(url=u, original_status=404) for u in urls}
 
 
+def fake_stages() -> dict[str, Any]:
+    """The test judge and embedder as ``build_runtime`` stage arguments (for Ray actors: a
+    module-level function of an importable module, so it can be shipped to them)."""
+    return {"judge": OverlapJudge(), "embedder": HashEmbedder()}
+
+
 def fixture_verifier(judge: Judge | None = None) -> Verifier:
     """A Verifier over the loopback fixture pages (private hosts allowed, the real DirectFetcher),
     judged by ``judge`` (default :class:`OverlapJudge`) on :class:`HashEmbedder` vectors."""

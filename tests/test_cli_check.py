@@ -101,6 +101,17 @@ def test_check_strict_blocks_with_exit_1(pages: FixtureServer, env: dict[str, st
     assert "blocked" in result.stderr
 
 
+def test_check_min_confidence_lets_a_weak_contradiction_through_strict(
+    pages: FixtureServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "answer.md", answer(pages))
+    args = ["check", str(path), "--policy", "strict", "--allow-private-hosts", "--min-confidence", "0.95"]
+    result = runner.invoke(app, args, env=env)  # the fake model's verdicts carry confidence 0.9
+    assert result.exit_code == 0, result.output
+    assert "Water boils at 50 degrees Celsius at sea level [1] ⚠️ unverified." in result.stdout
+    assert runner.invoke(app, [*args[:-1], "1.5"], env=env).exit_code == 2
+
+
 def test_check_json_has_text_report_and_actions(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -> None:
     path = write(tmp_path, "answer.md", answer(pages))
     before = dict(pages.hits)

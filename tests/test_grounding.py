@@ -310,17 +310,20 @@ def test_titanic_examples_with_the_real_default_judge() -> None:
 
 
 @pytest.mark.slow
-def test_partly_supported_claim_is_anti_cited_with_the_real_judge() -> None:
+def test_with_the_real_judge_a_conflict_is_anti_cited_and_a_partly_backed_claim_is_neither() -> None:
     verifier = Verifier()
-    answer = "Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet."
+    answer = "Titanic is a 2005 American epic romantic disaster movie. It starred Brad Pitt and Kate Winslet."
     result = check_grounding(
         answer, FACTS, {"enableAntiCitations": True, "enableClaimLevelScore": True}, verifier=verifier
     ).to_vertex()
-    pitt = result["claims"][1]
-    assert pitt["citationIndices"] == []
-    anti = [result["citedChunks"][i]["source"] for i in pitt["antiCitationIndices"]]
-    assert anti == ["0"], result
+    year, pitt = result["claims"]
+    # The same subject, the same property, another year: a contradiction, anti-cited.
+    assert year["citationIndices"] == []
+    assert [result["citedChunks"][i]["source"] for i in year["antiCitationIndices"]] == ["0"], result
     assert result["contradictionScore"] > 0
+    # The cast list backs Kate Winslet and says nothing of Brad Pitt: not a contradiction (precision
+    # first: a list that leaves a name out does not deny it), and not a citation either.
+    assert pitt["citationIndices"] == [] and pitt["antiCitationIndices"] == [], result
 
 
 def test_default_thresholds_are_0_6_to_cite_and_0_8_to_anti_cite() -> None:

@@ -4,10 +4,12 @@ and the verifier end to end with that judge."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import socket
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -15,7 +17,7 @@ from guardrail import Settings, Verifier
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Label
 from guardrail.judges import judge_from_settings
 from guardrail.judges.openai import RESPONSE_FORMAT, OpenAIJudge
-from guardrail.judges.prompt import SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
+from guardrail.judges.prompt import SCHEMA_INSTRUCTION, SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
 from guardrail.settings import ConfigurationError
 from tests.fakes import (
@@ -395,3 +397,71 @@ def test_sync_verify_with_the_openai_judge(llm: FakeLLMServer) -> None:
     for _ in range(2):  # each sync call runs on its own event loop
         report = verifier.verify(CLAIM, [GOOD_URL])
         assert report.overall == Label.supported
+
+
+# -- answer format negotiation ---------------------------------------------------------
+
+
+def picky_server(accepts: set[str], refusal_status: int, answer: str | None = None) -> Callable[[Received], Reply]:
+    """A server that accepts only the answer formats in ``accepts`` ("json_schema", "json_object",
+    "text") and refuses the others with ``refusal_status`` and an error naming the format."""
+
+    def respond(received: Received) -> Reply:
+        fmt = received.body.get("response_format")
+        mode = fmt["type"] if fmt else "text"
+        if mode not in accepts:
+            return error_reply(refusal_status, f"response_format type '{mode}' is not supported by this server")
+        content = answer if answer is not None else verdict_json("supported", QUOTE, 0.8)
+        return openai_content(content)
+
+    return respond
+
+
+async def test_a_server_refusing_json_schema_is_asked_for_json_object_with_the_schema_in_the_prompt(
+    llm: FakeLLMServer,
+) -> None:
+    llm.responder = picky_server({"json_object", "text"}, 400)
+    judge = make_judge(llm)
+    [verdict] = await judge.judge([REQUEST])
+    assert verdict == JudgeVerdict(label="supported", evidence_quote=QUOTE, confidence=0.8)
+    first, second = llm.received
+    assert first.body["response_format"]["type"] == "json_schema" and first.system_text == SYSTEM_PROMPT
+    assert second.body["response_format"] == {"type": "json_object"}
+    assert second.system_text == SYSTEM_PROMPT + SCHEMA_INSTRUCTION
+    assert json.dumps(VERDICT_SCHEMA, separators=(",", ":")) in second.system_text
+    # Remembered for the base URL: the next call (a new judge too) starts with json_object.
+    assert make_judge(llm).response_mode == "json_object"
+    await make_judge(llm).judge([REQUEST])
+    assert [r.body["response_format"]["type"] for r in llm.received[2:]] == ["json_object"]
+
+
+async def test_a_server_answering_refusals_with_500_falls_back_to_plain_text(llm: FakeLLMServer) -> None:
+    prose = f"Sure! Here is my verdict:\n{verdict_json('contradicted', QUOTE, 0.7)}\nHope this helps."
+    llm.responder = picky_server({"text"}, 500, answer=prose)
+    [verdict] = await make_judge(llm).judge([REQUEST])
+    assert verdict == JudgeVerdict(label="contradicted", evidence_quote=QUOTE, confidence=0.7)
+    assert [r.body.get("response_format", {"type": "text"})["type"] for r in llm.received] == [
+        "json_schema",
+        "json_object",
+        "text",
+    ]
+    assert "response_format" not in llm.received[-1].body
+    assert SCHEMA_INSTRUCTION in llm.received[-1].system_text
+    assert make_judge(llm).response_mode == "text"
+
+
+async def test_plain_text_that_is_not_a_valid_verdict_is_retried_and_then_a_judge_error(llm: FakeLLMServer) -> None:
+    llm.responder = picky_server({"text"}, 422, answer='{"label": "probably", "confidence": 2}')
+    assert await make_judge(llm).judge([REQUEST]) == [judge_error()]
+    # One negotiation, then the retries stay in the mode that the server accepts.
+    modes = [r.body.get("response_format", {"type": "text"})["type"] for r in llm.received]
+    assert modes[:3] == ["json_schema", "json_object", "text"] and set(modes[3:]) == {"text"}
+    assert len(modes) == 2 + FAST.attempts
+
+
+async def test_a_plain_500_is_not_taken_for_a_refusal(llm: FakeLLMServer) -> None:
+    llm.push(error_reply(500, "upstream overloaded"), openai_verdict("supported", QUOTE, 0.8))
+    [verdict] = await make_judge(llm).judge([REQUEST])
+    assert verdict.label == "supported"
+    assert [r.body["response_format"]["type"] for r in llm.received] == ["json_schema", "json_schema"]
+    assert make_judge(llm).response_mode == "json_schema"

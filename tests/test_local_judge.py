@@ -143,8 +143,9 @@ def test_decide_vetoes_support_when_a_number_is_missing() -> None:
     first = TITANIC_TEXT.split("\n\n")[0]
     verdict = decide(_scored(claim, TITANIC_TEXT, {first: (0.95, 0.04, 0.01)}), LocalJudgeConfig(year_conflict=False))
     assert verdict.label == "not_found"
-    # The page's one year for the film is another year: with the year check on, that contradicts.
-    assert decide(_scored(claim, TITANIC_TEXT, {first: (0.95, 0.04, 0.01)}), LocalJudgeConfig()).label == "contradicted"
+    # The page's one year for the film is another year: a contradiction only where the model agrees.
+    assert decide(_scored(claim, TITANIC_TEXT, {first: (0.95, 0.04, 0.01)}), LocalJudgeConfig()).label == "not_found"
+    assert decide(_scored(claim, TITANIC_TEXT, {first: (0.05, 0.25, 0.7)}), LocalJudgeConfig()).label == "contradicted"
 
 
 def test_decide_vetoes_support_when_a_name_is_missing() -> None:
@@ -155,10 +156,13 @@ def test_decide_vetoes_support_when_a_name_is_missing() -> None:
     assert verdict.label == "not_found"
 
 
-def test_decide_number_conflict_is_contradicted_even_if_model_is_unsure() -> None:
-    verdict = decide(_scored("Water boils at 50 degrees Celsius at sea level.", BOILING_TEXT, {}), LocalJudgeConfig())
+def test_decide_number_conflict_is_contradicted_only_when_the_model_agrees() -> None:
+    claim = "Water boils at 50 degrees Celsius at sea level."
+    verdict = decide(_scored(claim, BOILING_TEXT, {SEA_LEVEL: (0.05, 0.35, 0.6)}), LocalJudgeConfig())
     assert verdict.label == "contradicted"
     assert verdict.evidence_quote == SEA_LEVEL
+    # Precision first: the same sentence read as neutral by the model is no contradiction.
+    assert decide(_scored(claim, BOILING_TEXT, {}), LocalJudgeConfig()).label == "not_found"
 
 
 def test_decide_ignores_contradiction_from_unrelated_sentence() -> None:
@@ -212,22 +216,24 @@ def test_candidates_stay_within_the_budget_and_are_scored_once() -> None:
     assert all(c.kind != "passage" for c in cands)
 
 
-def test_decide_entity_substitution_is_contradicted_even_if_the_model_reads_support() -> None:
+def test_decide_entity_substitution_is_contradicted_when_the_model_agrees() -> None:
     claim = "It starred Brad Pitt and Kate Winslet."
     third = TITANIC_TEXT.split("\n\n")[2]
-    verdict = decide(_scored(claim, TITANIC_TEXT, {third: (0.9, 0.05, 0.05)}), LocalJudgeConfig())
+    verdict = decide(_scored(claim, TITANIC_TEXT, {third: (0.1, 0.2, 0.7)}), LocalJudgeConfig())
     assert verdict.label == "contradicted"
     assert verdict.evidence_quote == third
-    assert verdict.confidence is not None and verdict.confidence >= 0.8
-    off = decide(_scored(claim, TITANIC_TEXT, {third: (0.9, 0.05, 0.05)}), LocalJudgeConfig(entity_substitution=False))
-    assert off.label != "contradicted"
+    # The model reading support is not overruled into a contradiction, and the name check vetoes the support.
+    reads_support = decide(_scored(claim, TITANIC_TEXT, {third: (0.9, 0.05, 0.05)}), LocalJudgeConfig())
+    assert reads_support.label == "not_found"
 
 
 def test_decide_year_conflict_is_contradicted() -> None:
     fourth = TITANIC_TEXT.split("\n\n")[3]
-    verdict = decide(_scored("It was released in 1998.", TITANIC_TEXT, {fourth: (0.7, 0.1, 0.2)}), LocalJudgeConfig())
+    verdict = decide(_scored("It was released in 1998.", TITANIC_TEXT, {fourth: (0.1, 0.2, 0.7)}), LocalJudgeConfig())
     assert verdict.label == "contradicted"
     assert verdict.evidence_quote == fourth
+    unsure = decide(_scored("It was released in 1998.", TITANIC_TEXT, {fourth: (0.7, 0.1, 0.2)}), LocalJudgeConfig())
+    assert unsure.label == "not_found"
     same = decide(_scored("It was released in 1997.", TITANIC_TEXT, {fourth: (0.9, 0.05, 0.05)}), LocalJudgeConfig())
     assert same.label == "supported"
 
@@ -237,7 +243,7 @@ def test_a_sentence_contradicting_alone_but_supporting_in_context_does_not_contr
     passage = "Titanic is a 1997 film. It was directed by James Cameron. It was a hit."
     window = "Titanic is a 1997 film. It was directed by James Cameron."
     alone = "It was directed by James Cameron."
-    probs = {alone: (0.02, 0.02, 0.96), window: (0.6, 0.3, 0.1)}
+    probs = {alone: (0.01, 0.0, 0.99), window: (0.55, 0.35, 0.1)}
     verdict = decide(_scored(claim, passage, probs), LocalJudgeConfig())
     assert verdict.label == "supported" and verdict.evidence_quote == window
     off = decide(_scored(claim, passage, probs), LocalJudgeConfig(context_override=False))
@@ -294,7 +300,7 @@ def test_a_claim_its_best_sentence_settles_costs_one_pair() -> None:
     assert verdict.label == "supported" and verdict.evidence_quote == first
     assert judge.asked == [first]
     # Below the exit, the later rounds run and can still change the confidence (not the label here).
-    unsure = _TableJudge({first: (0.45, 0.45, 0.1)}, LocalJudgeConfig(early_exit=0.5, first_round=1))
+    unsure = _TableJudge({first: (0.6, 0.3, 0.1)}, LocalJudgeConfig(early_exit=0.7, first_round=1))
     assert unsure.judge_sync([JudgeRequest(claim=claim, passages=[TITANIC_TEXT])])[0].label == "supported"
     assert len(unsure.asked) > 1
 
@@ -377,10 +383,15 @@ def test_brad_pitt_is_not_supported(judge: LocalJudge) -> None:
 
 
 @pytest.mark.slow
-def test_brad_pitt_is_contradicted_by_the_cast_sentence(judge: LocalJudge) -> None:
-    label, quote = _verify(judge, "It starred Brad Pitt and Kate Winslet.", TITANIC_TEXT)
-    assert label == Label.contradicted
-    assert quote == TITANIC_TEXT.split("\n\n")[2]
+def test_brad_pitt_is_the_missing_part_of_the_cast_claim(judge: LocalJudge) -> None:
+    verifier = Verifier(judge=judge, embedder=HashEmbedder(), fetcher=_NoFetch(), settings=Settings())
+    claim = "It starred Brad Pitt and Kate Winslet."
+    [report] = verifier.verify_many([ClaimTask(claim, [Fact(TITANIC_TEXT, source="fixture")])])
+    [citation] = report.citations
+    assert (report.overall, citation.reason) == (Label.not_found, "partially_supported")
+    assert citation.supported_parts == ["It starred Kate Winslet"]
+    assert citation.missing_parts == ["It starred Brad Pitt"]
+    assert report.missing_parts == ["It starred Brad Pitt"]
 
 
 @pytest.mark.slow

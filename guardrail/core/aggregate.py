@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
-from guardrail.core.schema import Label
+from guardrail.core.schema import Label, Reason, UrlVerdict
 
 
 def aggregate(labels: Iterable[Label]) -> Label:
@@ -18,6 +19,46 @@ def aggregate(labels: Iterable[Label]) -> Label:
     if seen and all(label == Label.unreachable for label in seen):
         return Label.unreachable
     return Label.not_found
+
+
+class ClaimOutcome(NamedTuple):
+    """A claim's overall label, and why when its parts decided it (see :func:`aggregate_claim`)."""
+
+    label: Label
+    reason: str | None = None
+    missing_parts: list[str] | None = None
+
+
+def aggregate_claim(verdicts: Sequence[UrlVerdict]) -> ClaimOutcome:
+    """A claim's overall verdict from its citations' verdicts, parts included.
+
+    The label is :func:`aggregate`'s, except where it would be ``not_found`` and the judge split
+    the claim into parts (``supported_parts`` / ``missing_parts``): when the citations together
+    back every part, though none backs them all, the claim is ``supported`` with reason
+    ``combined_sources``; when they back some parts only, it stays ``not_found`` with reason
+    ``partially_supported`` and ``missing_parts`` naming the parts no citation backs.
+    """
+    label = aggregate(v.label for v in verdicts)
+    if label != Label.not_found:
+        return ClaimOutcome(label)
+    split = [v for v in verdicts if v.supported_parts is not None or v.missing_parts is not None]
+    if not split:
+        return ClaimOutcome(label)
+    parts: list[str] = []
+    for v in split:
+        parts.extend(p for p in (v.supported_parts or []) + (v.missing_parts or []) if p not in parts)
+    backing = [v for v in split if v.supported_parts]
+    covered = {p for v in backing for p in v.supported_parts or []}
+    missing = [p for p in parts if p not in covered]
+    if not covered:
+        return ClaimOutcome(label)
+    if not missing:
+        # One citation backing every part has a supported verdict of its own; with several, the
+        # pages back the claim together.
+        return (
+            ClaimOutcome(Label.supported, Reason.combined_sources.value) if len(backing) >= 2 else ClaimOutcome(label)
+        )
+    return ClaimOutcome(Label.not_found, Reason.partially_supported.value, missing or None)
 
 
 def aggregate_text(labels: Sequence[Label], min_supported: float = 0.5) -> Label:

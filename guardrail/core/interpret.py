@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from guardrail.core.extract.sentences import split_sentences
 from guardrail.core.schema import FetchedPage, Label, PageAssessment, Reason, http_reason
 
 SOFT_404_MAX_CHARS = 800
@@ -94,7 +95,6 @@ _APP_SHELL = re.compile(
     re.IGNORECASE,
 )
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 
 _HOME_PATHS = re.compile(
@@ -137,12 +137,12 @@ def non_whitespace_chars(text: str) -> int:
 
 
 def prose_sentences(text: str) -> int:
-    """How many sentences of ``text`` have at least eight words (links and list items rarely do)."""
-    count = 0
-    for sentence in _SENTENCE_END.split(text):
-        if len(_WORD.findall(sentence)) >= 8:
-            count += 1
-    return count
+    """How many sentences of ``text`` have at least eight words (links and list items rarely do).
+
+    Sentences as :func:`guardrail.core.extract.split_sentences` splits them ("Dr." or "e.g." does
+    not end one).
+    """
+    return sum(1 for sentence in split_sentences(text) if len(_WORD.findall(sentence)) >= 8)
 
 
 def _redirected_to_homepage(page: FetchedPage) -> bool:

@@ -41,15 +41,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from guardrail.core.aggregate import aggregate
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
     CitationRef,
     Label,
+    Reason,
     Reference,
     UrlVerdict,
     VerdictKind,
     overall_kind,
+    verdict_kind,
 )
 
 __all__ = [
@@ -158,6 +161,12 @@ class Policy(BaseModel):
     (``internal_error``, ``judge_error``): neither is the page's fault, so by default they are only
     annotated. Defaults: supported keep, contradicted annotate, not_found annotate, unreachable
     strip + annotate, could_not_check annotate.
+
+    ``min_confidence``: a ``supported`` or ``contradicted`` verdict whose confidence (the judge's
+    probability that its label is right) is below it is treated as ``not_found`` (unverified): a
+    weak support is not shown as verified, a weak contradiction does not block. A citation that
+    backs its part of a claim that its cited pages support together (reason ``combined_sources``)
+    is treated as ``supported``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -170,6 +179,9 @@ class Policy(BaseModel):
     badges: Badges = Field(default_factory=Badges)
     block_message: str = DEFAULT_BLOCK_MESSAGE
     raise_on_block: bool = Field(default=False, description="Raise CitationBlocked instead of replacing the text.")
+    min_confidence: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Below it, supported/contradicted verdicts count as not_found."
+    )
 
     def __init__(
         self,
@@ -182,6 +194,7 @@ class Policy(BaseModel):
         badges: Badges | None = None,
         block_message: str = DEFAULT_BLOCK_MESSAGE,
         raise_on_block: bool = False,
+        min_confidence: float = 0.0,
     ) -> None:
         # An explicit signature so type checkers accept "strip+annotate" and lists, not only frozensets.
         super().__init__(
@@ -193,6 +206,7 @@ class Policy(BaseModel):
             badges=badges or Badges(),
             block_message=block_message,
             raise_on_block=raise_on_block,
+            min_confidence=min_confidence,
         )
 
     @field_validator("supported", "contradicted", "not_found", "unreachable", "could_not_check", mode="before")
@@ -204,9 +218,32 @@ class Policy(BaseModel):
         """The actions for a verdict with ``label`` (``unreachable``: a dead link) or of a kind."""
         return frozenset(getattr(self, _policy_field(_as_kind(label))))
 
-    def actions_for_verdict(self, verdict: UrlVerdict) -> frozenset[Action]:
-        """The actions for ``verdict``, read off its kind (a dead link, or could not check...)."""
-        return self.actions_for(verdict.kind)
+    def actions_for_verdict(self, verdict: UrlVerdict, combined: bool = False) -> frozenset[Action]:
+        """The actions for ``verdict``, read off the kind it is treated as (:meth:`kind_for`)."""
+        return self.actions_for(self.kind_for(verdict, combined))
+
+    def kind_for(self, verdict: UrlVerdict, combined: bool = False) -> VerdictKind:
+        """How this policy treats ``verdict`` (see ``min_confidence``); ``combined``: the claim is
+        supported by its cited pages together (reason ``combined_sources``)."""
+        return verdict_kind(self.label_for(verdict, combined), verdict.reason)
+
+    def label_for(self, verdict: UrlVerdict, combined: bool = False) -> Label:
+        """The label this policy acts on for ``verdict`` (see ``min_confidence``)."""
+        if combined and verdict.label == Label.not_found and verdict.supported_parts:
+            return Label.supported
+        if verdict.label in (Label.supported, Label.contradicted) and verdict.confidence < self.min_confidence:
+            return Label.not_found
+        return verdict.label
+
+    def claim_kind(self, claim: AnswerClaim) -> VerdictKind | None:
+        """How this policy treats a checked claim as a whole (None when it cites nothing)."""
+        if claim.overall is None:
+            return None
+        overall = claim.overall
+        if self.min_confidence > 0.0 and claim.verdicts:
+            combined = claim.reason == Reason.combined_sources.value
+            overall = aggregate(self.label_for(v, combined) for v in claim.verdicts)
+        return overall_kind(overall, (v.kind for v in claim.verdicts))
 
     @classmethod
     def strict(cls, **overrides: Any) -> Policy:
@@ -323,6 +360,7 @@ class _Use:
     ref: CitationRef
     verdict: UrlVerdict
     actions: frozenset[Action]
+    kind: VerdictKind  # how the policy treats the verdict (Policy.kind_for)
 
 
 @dataclass
@@ -343,13 +381,6 @@ class _Edit:
 
 def _title(verdict: UrlVerdict) -> str | None:
     return verdict.evidence_quote or verdict.reason
-
-
-def _claim_kind(claim: AnswerClaim) -> VerdictKind | None:
-    """How a claim checked against sources passed in reads as a whole (None: not checked)."""
-    if claim.overall is None:
-        return None
-    return overall_kind(claim.overall, (v.kind for v in claim.verdicts))
 
 
 def _item_key(ref: CitationRef, n: int) -> str:
@@ -411,13 +442,15 @@ class _Application:
                 # Unchecked claims keep their citations, so their reference entries must stay.
                 self.stripped_refs.update((ref.ref, False) for ref in claim.citations if ref.ref is not None)
                 continue
+            combined = claim.reason == Reason.combined_sources.value
             for j, (ref, verdict) in enumerate(zip(claim.citations, claim.verdicts, strict=True)):
-                use = _Use(ci, j, ref, verdict, self.policy.actions_for_verdict(verdict))
+                kind = self.policy.kind_for(verdict, combined)
+                use = _Use(ci, j, ref, verdict, self.policy.actions_for(kind), kind)
                 self.applied[(ci, j)] = AppliedAction(
                     claim_index=ci,
                     citation_index=j,
                     label=verdict.label,
-                    kind=verdict.kind,
+                    kind=kind,
                     actions=sorted(use.actions, key=str),
                     url=ref.url,
                     marker=ref.marker,
@@ -431,7 +464,7 @@ class _Application:
                 site.items.setdefault(_item_key(ref, j), []).append(use)
         # A claim checked against sources passed in is judged as a whole: its overall label decides.
         for ci in self.claim_sources:
-            overall = _claim_kind(self.report.claims[ci])
+            overall = self.policy.claim_kind(self.report.claims[ci])
             blocked = blocked or (overall is not None and Action.block in self.policy.actions_for(overall))
         return blocked
 
@@ -463,15 +496,15 @@ class _Application:
         """The badge shown at the span for one item (its own citation's verdict), and the
         claim-end badges of covered sentences whose verdict differs from it."""
         owner = next((u for u in uses if not u.ref.inherited), uses[0])
-        badge = (owner.verdict.kind, _title(owner.verdict)) if Action.annotate in owner.actions else None
+        badge = (owner.kind, _title(owner.verdict)) if Action.annotate in owner.actions else None
         for u in uses:
             self._note_ref(u.ref, strip)
             applied = self.applied[(u.claim, u.cit)]
             applied.stripped = strip
             if u is owner and badge is not None:
                 applied.badge = self._badge(badge)
-            elif u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.verdict.kind):
-                spec = (u.verdict.kind, _title(u.verdict))
+            elif u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.kind):
+                spec = (u.kind, _title(u.verdict))
                 self.claim_end_badges.setdefault(u.claim, []).append(spec)
                 applied.badge = self._badge(spec)
         return badge
@@ -479,12 +512,12 @@ class _Application:
     def _source_badges(self) -> None:
         """Claims checked against sources passed in get one badge for the claim as a whole."""
         for ci, uses in self.claim_sources.items():
-            overall = _claim_kind(self.report.claims[ci])
+            overall = self.policy.claim_kind(self.report.claims[ci])
             for u in uses:
                 self._note_ref(u.ref, Action.strip in u.actions)
             if overall is None or Action.annotate not in self.policy.actions_for(overall):
                 continue
-            same = [u.verdict for u in uses if u.verdict.kind == overall]
+            same = [u.verdict for u in uses if u.kind == overall]
             best = next((v for v in same if v.evidence_quote), same[0] if same else None)
             spec = (overall, _title(best) if best else None)
             self.claim_end_badges.setdefault(ci, []).append(spec)

@@ -56,6 +56,9 @@ class Reason(str, Enum):
     unresolved_citation = "unresolved_citation"
     insufficient_support = "insufficient_support"
     nothing_to_check = "nothing_to_check"
+    partially_supported = "partially_supported"
+    combined_sources = "combined_sources"
+    unsupported_language = "unsupported_language"
 
     def __str__(self) -> str:
         return self.value
@@ -87,6 +90,12 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     Reason.insufficient_support.value: "Too few of a text's sentences are supported by the source it came "
     "from (Verifier.averify_texts); the supported share is in the report.",
     Reason.nothing_to_check.value: "The text holds no sentence to check, so its source was not judged.",
+    Reason.partially_supported.value: "The page backs some parts of the claim but not all; the parts it does "
+    "not back are listed in missing_parts.",
+    Reason.combined_sources.value: "No single cited page backs the whole claim, but its cited pages together "
+    "back every part of it (each citation keeps its own verdict and supported_parts).",
+    Reason.unsupported_language.value: "The claim or the page is not in English, which the embedded judge "
+    "cannot read (an LLM judge can).",
 }
 
 
@@ -215,13 +224,30 @@ class JudgeRequest(BaseModel):
     )
 
 
+_SUPPORTED_PARTS = Field(
+    default=None,
+    description="The atomic parts of the claim this evidence backs (None: the judge did not split the claim).",
+)
+_MISSING_PARTS = Field(
+    default=None,
+    description="The atomic parts of the claim this evidence does not back (None: the judge did not split the claim).",
+)
+
+
 class JudgeVerdict(BaseModel):
-    """A judge's answer for one :class:`JudgeRequest`."""
+    """A judge's answer for one :class:`JudgeRequest`.
+
+    ``confidence`` is the judge's probability that ``label`` is right (calibrated for the embedded
+    judge). A judge that splits claims into atomic parts lists them in ``supported_parts`` and
+    ``missing_parts``; a ``not_found`` verdict with some parts backed has reason ``partially_supported``.
+    """
 
     label: JudgeLabel
     evidence_quote: str | None = None
     confidence: float = Field(default=0.0, ge=0.0, le=1.0)
     reason: str | None = None
+    supported_parts: list[str] | None = _SUPPORTED_PARTS
+    missing_parts: list[str] | None = _MISSING_PARTS
 
 
 class UrlVerdict(BaseModel):
@@ -235,6 +261,8 @@ class UrlVerdict(BaseModel):
     original_status: int | None = None
     rid: str | None = None
     reason: str | None = None
+    supported_parts: list[str] | None = _SUPPORTED_PARTS
+    missing_parts: list[str] | None = _MISSING_PARTS
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -244,11 +272,16 @@ class UrlVerdict(BaseModel):
 
 
 class ClaimReport(BaseModel):
-    """The verdicts for one claim: one per citation, and the aggregated ``overall`` label."""
+    """The verdicts for one claim: one per citation, and the aggregated ``overall`` label (with
+    ``reason`` ``combined_sources`` or ``partially_supported`` when the citations' parts decided it)."""
 
     claim: str
     overall: Label
     citations: list[UrlVerdict] = Field(default_factory=list)
+    reason: str | None = Field(default=None, description="Why the overall label, where the parts decided it.")
+    missing_parts: list[str] | None = Field(
+        default=None, description="Parts of the claim that none of its cited pages backs (partially supported)."
+    )
 
 
 CitationKind = Literal["markdown_link", "bare_url", "autolink", "numbered", "source"]
@@ -294,6 +327,12 @@ class AnswerClaim(BaseModel):
     citations: list[CitationRef] = Field(default_factory=list)
     verdicts: list[UrlVerdict] = Field(default_factory=list)
     overall: Label | None = Field(default=None, description="None when the claim cites nothing.")
+    reason: str | None = Field(
+        default=None, description="Why the overall label, where the parts decided it (combined_sources, ...)."
+    )
+    missing_parts: list[str] | None = Field(
+        default=None, description="Parts of the claim that none of its cited pages backs (partially supported)."
+    )
 
 
 class Reference(BaseModel):

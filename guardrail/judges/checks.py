@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from guardrail.judges.lexicon import are_antonyms
+
 # -- sentences ---------------------------------------------------------------
 
 _ABBREVIATIONS = {
@@ -440,6 +442,8 @@ def missing_numbers(claim: str, evidence: str) -> list[Quantity]:
 def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity] | None:
     """A claim quantity that the evidence does not state while it states another value for the
     same unit (``50 degrees`` vs ``100 degrees``): the claim's number and the evidence's."""
+    if _RANGE.search(evidence) or _APPROX.search(claim):
+        return None  # "95-100%", "between 36 and 72", "about 1.8 billion": not one exact value to differ from
     ev = quantities(evidence)
     for q in missing_numbers(claim, evidence):
         if q.unit is None or q.unit == "year":
@@ -448,6 +452,14 @@ def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity]
             if other.unit == q.unit and not _same_value(other.value, q.value):
                 return q, other
     return None
+
+
+_RANGE = re.compile(r"\d\s*(?:-|–|—|to)\s*[$€£]?\d|\bbetween\s+[$€£]?\d", re.IGNORECASE)
+_APPROX = re.compile(
+    r"\b(?:about|around|approximately|roughly|nearly|almost|over|under|more than|less than|at least|up to|some)"
+    r"\s+[$€£]?\d",
+    re.IGNORECASE,
+)
 
 
 _OPEN_YEAR = re.compile(
@@ -492,6 +504,26 @@ def negation_count(text: str) -> int:
 def negation_flip(claim: str, evidence: str) -> bool:
     """True when one side is negated and the other is not (parity of negation cues differs)."""
     return (negation_count(claim) % 2) != (negation_count(evidence) % 2)
+
+
+# -- antonyms --------------------------------------------------------------------
+
+_LOWER_WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
+
+
+def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[str, str] | None:
+    """A word of the claim that the evidence turns into its opposite while matching the rest of the
+    claim (at least ``min_overlap`` of its other content words): ("increased", "decreased") for
+    "Sales increased in 2010." against "Sales decreased in 2010.". None otherwise."""
+    claim_words = {w for w in _LOWER_WORD.findall(claim.lower())}
+    ev_words = {w for w in _LOWER_WORD.findall(evidence.lower())}
+    for word in sorted(claim_words - ev_words):
+        for other in ev_words - claim_words:
+            if are_antonyms(word, other):
+                rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
+                if overlap(rest, evidence) >= min_overlap:
+                    return word, other
+    return None
 
 
 # -- named entities ------------------------------------------------------------

@@ -15,11 +15,13 @@ guard holds by construction.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
-import os
+import math
+import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,11 @@ import numpy as np
 
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.judges import checks
+from guardrail.judges.lexicon import is_english
+from guardrail.judges.parts import claim_parts, subject_of
+from guardrail.onnx_backend import available as onnx_available
+from guardrail.onnx_backend import run as onnx_run
+from guardrail.onnx_backend import session_for
 from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail.judges.local")
@@ -41,33 +48,32 @@ _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 class LocalJudgeConfig:
     """Every threshold, switch and budget of the local judge, in one place.
 
-    The decision thresholds were chosen by ``python bench/tune_judge.py --write
-    bench/results/tune_shipped.json`` (coordinate search on the *tune* part of the by-claim split of
-    WiCE, Climate-FEVER, FEVER-Symmetric and AttributionBench; the eval part is never looked at), with
-    three choices made by hand: ``entity_substitution`` and ``negation_check`` kept on (together 0.001
-    of the tuning objective there, one or two items, within noise) and ``support_min_overlap`` raised
-    from 0 to 0.1 (0.0016): they catch the cases the tests name (a cast list naming someone else, a
-    negated sentence, a sentence sharing no word with the claim read as support).
-    The candidate budget was chosen the same way (``--budgets --latency``).
+    The decision thresholds and the calibration were chosen by ``python bench/tune_judge.py --cache
+    artifacts/tune/tune_v3.pkl --floor 0.85`` (results in ``bench/results/tune_judge.json``) on the
+    *tune* part of the by-claim split of WiCE, Climate-FEVER, FEVER-Symmetric, AttributionBench and
+    claims paired with another claim's page (the eval part is never looked at): support thresholds
+    for the mean of WiCE and AttributionBench balanced accuracy with at most 2 % support on another
+    claim's page; contradiction thresholds for the highest recall with ``contradicted`` precision
+    at least 0.85 on Climate-FEVER and FEVER-Symmetric together (precision first: a false
+    contradiction costs more than a miss). The candidate budget is v2's (``bench/results/tune_shipped.json``).
     """
 
-    support_threshold: float = 0.1
+    support_threshold: float = 0.5
     """Least entailment probability of the best evidence for ``supported`` (it must also beat the
-    contradiction probability, and the number, name and negation checks can still veto it). Low because
-    the model, trained on many near-miss neutral pairs, gives real cited pages modest entailment
-    probabilities; on the tune part 0.1 separates them best."""
-    support_min_overlap: float = 0.1
+    contradiction probability, and the number, name, negation and antonym checks can still veto it)."""
+    support_min_overlap: float = 0.3
     """Share of the claim's content words the supporting evidence must contain: a sentence sharing
     none of them ("It was directed by James Cameron" for "It starred Brad Pitt") supports nothing,
     however the model reads it."""
-    contradict_threshold: float = 0.25
-    """Least contradiction probability of a sentence or window for ``contradicted``."""
-    contradict_min_overlap: float = 0.15
+    contradict_threshold: float = 0.9
+    """Least contradiction probability of a sentence or window for ``contradicted`` when no check finds
+    a conflicting value, name, negation or antonym (the model alone)."""
+    contradict_min_overlap: float = 0.5
     """Share of the claim's content words a contradicting sentence must contain: NLI models call
     unrelated sentences 'contradiction' far too often."""
     contradict_min_shared: int = 1
     """...and at least this many of them (the overlap share above already filters chance matches)."""
-    number_conflict_min_overlap: float = 0.3
+    number_conflict_min_overlap: float = 0.5
     """Share of the claim's other content words a sentence must share before a different value for
     the same unit ("50 degrees" vs "100 degrees"), or another year ("released in 1998" vs "released
     on December 19, 1997"), makes the claim contradicted."""
@@ -145,7 +151,41 @@ class LocalJudgeConfig:
     AVX512-BF16; 3-4x faster there, the same labels on 1,396 of the 1,398 tune-part requests),
     float32 elsewhere (bfloat16 is emulated, so slow, on other CPUs)."""
     threads: int | None = None
-    """``torch.set_num_threads`` for scoring (process-wide), or None to leave torch's setting (one thread per core)."""
+    """Threads for scoring: ONNX Runtime's intra-op threads, or ``torch.set_num_threads`` (process-wide)
+    on the torch backend; None: one per core."""
+    backend: str = "auto"
+    """``onnx`` (ONNX Runtime, the graph exported from the shipped weights once per machine: see
+    :mod:`guardrail.onnx_backend`), ``torch``, or ``auto``: onnx where ONNX Runtime is installed."""
+    # -- precision first (issue 10) --
+    contradict_margin: float = 0.5
+    """A contradiction the model alone finds must beat the sentence's entailment probability by this much."""
+    conflict_min_contradiction: float = 0.3
+    """Least contradiction probability of a sentence that states a conflicting value, year, name,
+    negation or antonym (see :func:`conflict_kind`): the model must agree with the check."""
+    conflict_margin: float = 0.05
+    """...and read it as contradicting more than entailing by at least this much."""
+    antonym_check: bool = True
+    """A sentence matching the claim but for one word turned into its opposite ("increased" vs
+    "decreased", "legal" vs "illegal"; :mod:`guardrail.judges.lexicon`) never supports it."""
+    check_language: bool = True
+    """A claim or passages not in English get ``not_found`` / ``unsupported_language`` unscored."""
+    split_parts: bool = True
+    """Split the claim into atomic parts (:func:`guardrail.judges.parts.claim_parts`); supported only
+    when every part is backed; some backed: ``not_found`` / ``partially_supported``."""
+    part_candidates: int = 3
+    """Candidates (sentences and windows, those sharing most of the part's words) scored per part."""
+    part_threshold: float = 0.02
+    """Least entailment probability of a part's best evidence for the part to count as backed."""
+    parts_cap_support: bool = True
+    """A split claim's support confidence is its weakest part's (or the whole claim's, if lower)."""
+    calibration: tuple[tuple[str, float, float], ...] = (
+        ("supported", 0.7331, 0.2295),
+        ("contradicted", 0.0, 1.7047),  # few on the tune part, not ranked by probability: their hit rate, 0.846
+        ("not_found", 0.3279, 0.68),
+    )
+    """Platt scaling per label, ``(label, a, b)``: confidence = sigmoid(a * logit(raw) + b), where raw
+    is the support probability (supported), the contradiction probability (contradicted) or one
+    minus the best of both (not_found); fitted on the tune part by ``bench/tune_judge.py``."""
 
 
 ENT, NEU, CON = 0, 1, 2
@@ -173,6 +213,8 @@ class Scored:
     claim: str
     passages: list[str]
     candidates: list[Candidate]
+    parts: list[tuple[str, list[Candidate]]] = field(default_factory=list)  # each part and its scored candidates
+    reason: str | None = None  # decided without scoring (unsupported_language)
 
 
 # -- model -------------------------------------------------------------------
@@ -205,6 +247,29 @@ def resolve_dtype(name: str) -> str:
     return name
 
 
+def _labels_index(path: Path) -> dict[str, int]:
+    """The output column of each label, from the model's config (no weights loaded)."""
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    index = {str(v).lower(): int(k) for k, v in config.get("id2label", {}).items()}
+    if not {"entailment", "neutral", "contradiction"} <= set(index):
+        raise RuntimeError(f"model at {path} lacks entailment/neutral/contradiction labels: {index}")
+    return index
+
+
+def _tokenizer(path: Path) -> Any:
+    """The model's tokenizer, loaded once per process, never touching the network."""
+    with _LOCK:
+        key = (str(path), "tokenizer")
+        if key not in _TOKENIZERS:
+            from transformers import AutoTokenizer
+
+            _TOKENIZERS[key] = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        return _TOKENIZERS[key]
+
+
+_TOKENIZERS: dict[tuple[str, str], Any] = {}
+
+
 def _load(path: Path, quantize: bool, dtype: str = "float32") -> tuple[Any, Any, dict[str, int]]:
     """Load (once per process) tokenizer and model from ``path``, never touching the network."""
     key = (str(path), quantize, dtype)
@@ -212,8 +277,6 @@ def _load(path: Path, quantize: bool, dtype: str = "float32") -> tuple[Any, Any,
         hit = _MODELS.get(key)
         if hit is not None:
             return hit
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -274,9 +337,22 @@ class LocalJudge:
             path = Path(settings.judge_model)
         return cls(model_path=path)
 
+    @property
+    def backend(self) -> str:
+        """``onnx`` or ``torch``: what scores the pairs (see ``LocalJudgeConfig.backend``)."""
+        if self.config.backend == "auto":
+            return "onnx" if onnx_available() else "torch"
+        if self.config.backend not in ("onnx", "torch"):
+            raise ValueError(f"LocalJudgeConfig.backend must be auto, onnx or torch, not {self.config.backend!r}")
+        return self.config.backend
+
     def load(self) -> None:
         """Load the weights now (otherwise the first ``judge`` call does)."""
-        _load(self.path, self.quantize, self.dtype)
+        if self.backend == "onnx":
+            _tokenizer(self.path)
+            session_for(self.path, "classifier", "int8" if self.quantize else "float32", self.config.threads)
+        else:
+            _load(self.path, self.quantize, self.dtype)
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         """Judge every request in one batched scoring pass, off the event loop."""
@@ -292,8 +368,8 @@ class LocalJudge:
             try:
                 verdicts.append(decide(scored, self.config))
             except Exception:
-                log.exception("local judge could not decide a request")
-                verdicts.append(JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.judge_error.value))
+                log.exception("internal error: the local judge could not decide a request")
+                verdicts.append(JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.internal_error.value))
         return verdicts
 
     def score(self, requests: Sequence[JudgeRequest]) -> list[Scored]:
@@ -302,8 +378,14 @@ class LocalJudge:
         requests still unsettled; then, for requests nothing supports yet, the most entailing
         sentences joined. Candidates end in the order :func:`build_candidates` gave them."""
         config = self.config
-        plans = [[] if _unrelated(r, config) else build_candidates(r, config) for r in requests]
-        scored = [Scored(claim=r.claim, passages=list(r.passages), candidates=[]) for r in requests]
+        reasons = [_refusal(r, config) for r in requests]
+        plans = [
+            [] if reasons[i] or _unrelated(r, config) else build_candidates(r, config) for i, r in enumerate(requests)
+        ]
+        scored = [
+            Scored(claim=r.claim, passages=list(r.passages), candidates=[], reason=reasons[i])
+            for i, r in enumerate(requests)
+        ]
         rounds = [plan_rounds(plan, config) for plan in plans]
         exits = [max(config.early_exit, r.settle_at or 0.0) for r in requests]
         done: list[set[int]] = [set() for _ in requests]  # ids of the candidates scored
@@ -330,7 +412,23 @@ class LocalJudge:
             self._predict_into([(s.claim, c) for s, c in extra])
             for s, c in extra:
                 s.candidates.append(c)
+        self._score_parts(scored, plans)
         return scored
+
+    def _score_parts(self, scored: list[Scored], plans: list[list[Candidate]]) -> None:
+        """Score each part of every split claim against its own few candidates, all in one batch."""
+        if not self.config.split_parts:
+            return
+        flat: list[tuple[str, Candidate]] = []
+        for s, plan in zip(scored, plans, strict=True):
+            parts = claim_parts(s.claim) if plan else []
+            if len(parts) < 2:
+                continue
+            for part in parts:
+                cands = part_candidates(part, plan, self.config.part_candidates)
+                s.parts.append((part, cands))
+                flat.extend((part, c) for c in cands)
+        self._predict_into(flat)
 
     def _predict_into(self, flat: list[tuple[str, Candidate]]) -> None:
         if not flat:
@@ -344,38 +442,73 @@ class LocalJudge:
     def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """Probabilities ``[entailment, neutral, contradiction]`` per (premise, hypothesis) pair,
         in length-sorted batches (padding is most of the cost of a mixed batch on a CPU)."""
+        if self.backend == "onnx":
+            return self._predict_onnx(premises, hypotheses)
+        return self._predict_torch(premises, hypotheses)
+
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices grouped into length-sorted batches of at most ``batch_tokens`` padded tokens."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        batches: list[list[int]] = []
+        start = 0
+        while start < len(order):
+            stop = start + 1
+            while stop < len(order) and lengths[order[stop]] * (stop - start + 1) <= self.config.batch_tokens:
+                stop += 1
+            batches.append(order[start:stop])
+            start = stop
+        return batches
+
+    def _encode(self, premises: Sequence[str], hypotheses: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
+        enc = _tokenizer(self.path)(
+            list(premises), list(hypotheses), truncation="longest_first", max_length=self.config.max_length
+        )
+        return enc["input_ids"], enc["token_type_ids"]
+
+    def _padded(
+        self, ids: list[list[int]], types: list[list[int]]
+    ) -> Iterator[tuple[list[int], dict[str, np.ndarray]]]:
+        """Each length-sorted batch: its indices and its padded ``input_ids``, ``token_type_ids``
+        and ``attention_mask``."""
+        for batch in self._batches([len(i) for i in ids]):
+            width = len(ids[batch[-1]])
+            feeds = {name: np.zeros((len(batch), width), dtype=np.int64) for name in _FEEDS}
+            for row, i in enumerate(batch):
+                n = len(ids[i])
+                feeds["input_ids"][row, :n] = ids[i]
+                feeds["token_type_ids"][row, :n] = types[i]
+                feeds["attention_mask"][row, :n] = 1
+            yield batch, feeds
+
+    def _predict_onnx(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        session = session_for(self.path, "classifier", "int8" if self.quantize else "float32", self.config.threads)
+        index = _labels_index(self.path)
+        cols = [index["entailment"], index["neutral"], index["contradiction"]]
+        ids, types = self._encode(premises, hypotheses)
+        out = np.zeros((len(ids), 3), dtype=np.float32)
+        for batch, feeds in self._padded(ids, types):
+            logits = onnx_run(session, feeds).astype(np.float32)
+            exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+            out[batch] = (exp / exp.sum(axis=1, keepdims=True))[:, cols]
+        return out
+
+    def _predict_torch(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         import torch
 
-        tokenizer, model, index = _load(self.path, self.quantize, self.dtype)
+        _, model, index = _load(self.path, self.quantize, self.dtype)
         if self.config.threads is not None and torch.get_num_threads() != self.config.threads:
             torch.set_num_threads(self.config.threads)
-        enc = tokenizer(list(premises), list(hypotheses), truncation="longest_first", max_length=self.config.max_length)
-        ids: list[list[int]] = enc["input_ids"]
-        types: list[list[int]] = enc["token_type_ids"]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = np.zeros((len(ids), 3), dtype=np.float32)
         cols = [index["entailment"], index["neutral"], index["contradiction"]]
-        start = 0
+        ids, types = self._encode(premises, hypotheses)
+        out = np.zeros((len(ids), 3), dtype=np.float32)
         with torch.inference_mode():
-            while start < len(order):
-                stop = start + 1
-                while stop < len(order) and len(ids[order[stop]]) * (stop - start + 1) <= self.config.batch_tokens:
-                    stop += 1
-                batch = order[start:stop]
-                width = len(ids[batch[-1]])
-                input_ids = torch.zeros((len(batch), width), dtype=torch.long)
-                token_types = torch.zeros((len(batch), width), dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, i in enumerate(batch):
-                    n = len(ids[i])
-                    input_ids[row, :n] = torch.tensor(ids[i])
-                    token_types[row, :n] = torch.tensor(types[i])
-                    mask[row, :n] = 1
-                logits = model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
-                probs = torch.softmax(logits.float(), dim=-1)[:, cols].numpy()
-                out[batch] = probs
-                start = stop
+            for batch, feeds in self._padded(ids, types):
+                logits = model(**{name: torch.from_numpy(value) for name, value in feeds.items()}).logits
+                out[batch] = torch.softmax(logits.float(), dim=-1)[:, cols].numpy()
         return out
+
+
+_FEEDS = ("input_ids", "token_type_ids", "attention_mask")
 
 
 def plan_rounds(plan: Sequence[Candidate], config: LocalJudgeConfig) -> list[list[Candidate]]:
@@ -397,6 +530,23 @@ def plan_rounds(plan: Sequence[Candidate], config: LocalJudgeConfig) -> list[lis
     return [r for r in rounds if r]
 
 
+def part_candidates(part: str, plan: Sequence[Candidate], n: int) -> list[Candidate]:
+    """Copies of the ``n`` sentences and windows of a request sharing most of ``part``'s words (best
+    ranked first on ties), to be scored against the part."""
+    pool = [c for c in plan if c.kind in ("sentence", "window")]
+    pool.sort(key=lambda c: (-checks.overlap(part, c.text), c.kind != "sentence", c.rank))
+    return [dataclasses.replace(c, probs=np.zeros(3, dtype=np.float32)) for c in pool[:n]]
+
+
+def _refusal(request: JudgeRequest, config: LocalJudgeConfig) -> str | None:
+    """``unsupported_language`` when the claim or its passages are not English (the model reads English only)."""
+    if not config.check_language:
+        return None
+    if not is_english(request.claim) or not is_english("\n".join(request.passages)[:4000]):
+        return Reason.unsupported_language.value
+    return None
+
+
 def _unrelated(request: JudgeRequest, config: LocalJudgeConfig) -> bool:
     """Whether no candidate of this request could matter (``LocalJudgeConfig.skip_unrelated``)."""
     if not config.skip_unrelated or config.support_min_overlap <= 0:
@@ -414,8 +564,9 @@ def _unrelated(request: JudgeRequest, config: LocalJudgeConfig) -> bool:
 def _settled(scored: Scored, config: LocalJudgeConfig, early_exit: float) -> bool:
     """Whether the candidates scored so far support the claim clearly enough (``early_exit``, or
     the request's higher ``settle_at``) to stop scoring (see ``LocalJudgeConfig.early_exit``)."""
-    verdict = decide(scored, config)
-    return verdict.label == "supported" and (verdict.confidence or 0.0) >= early_exit
+    cands = scored.candidates if config.use_combined else [c for c in scored.candidates if c.kind != "combined"]
+    support = _best_support(scored, cands, config)
+    return support is not None and support[0] >= early_exit and _contradiction(scored, cands, config) is None
 
 
 def _model_name(path: Path) -> str:
@@ -560,20 +711,19 @@ def _support_quote(scored: Scored, cand: Candidate, config: LocalJudgeConfig) ->
     return _quote(scored, cand, ENT)
 
 
-def _support_problem(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> str | None:
-    """Why this candidate cannot support the claim despite the model, or None when it can."""
-    claim = scored.claim
+def _support_problem(scored: Scored, cand: Candidate, config: LocalJudgeConfig, claim: str | None = None) -> str | None:
+    """Why this candidate cannot support the claim (or one part of it, ``claim``) despite the
+    model, or None when it can."""
+    claim = claim or scored.claim
     if config.support_min_overlap > 0 and checks.overlap(claim, cand.text) < config.support_min_overlap:
         return "unrelated"
     if config.require_numbers and checks.missing_numbers(claim, cand.text):
         return "number"
-    if (
-        config.negation_check
-        and cand.kind == "sentence"
-        and checks.overlap(claim, cand.text) >= config.negation_min_overlap
-        and checks.negation_flip(claim, cand.text)
-    ):
+    close = checks.overlap(claim, cand.text) >= config.negation_min_overlap
+    if config.negation_check and close and cand.kind == "sentence" and checks.negation_flip(claim, cand.text):
         return "negation"
+    if config.antonym_check and checks.antonym_flip(claim, cand.text, config.negation_min_overlap) is not None:
+        return "antonym"
     if config.require_entities:
         scope = " ".join(scored.passages) if cand.kind == "combined" else scored.passages[cand.passage]
         if len(scope.split()) >= config.entity_min_words and checks.missing_entities(claim, scope):
@@ -600,22 +750,31 @@ def _year_conflict(claim: str, text: str, config: LocalJudgeConfig) -> bool:
     return hit is not None and _rest_overlap(claim, hit[0].raw, text) >= config.number_conflict_min_overlap
 
 
+def conflict_kind(claim: str, text: str, config: LocalJudgeConfig) -> str | None:
+    """What a sentence states differently in the claim's own terms, when the rest of the claim
+    matches it closely: another value for the same quantity (``number``), another year for the same
+    event (``year``), another name in the claim's place (``name``), the claim's predicate negated
+    (``negation``) or turned into its opposite (``antonym``); None otherwise."""
+    hit = checks.conflicting_quantity(claim, text)
+    if hit is not None and _rest_overlap(claim, hit[0].raw, text) >= config.number_conflict_min_overlap:
+        return "number"
+    if config.year_conflict and _year_conflict(claim, text, config):
+        return "year"
+    if config.entity_substitution and _substitution(claim, text, config):
+        return "name"
+    if config.antonym_check and checks.antonym_flip(claim, text, config.negation_min_overlap) is not None:
+        return "antonym"
+    close = checks.overlap(claim, text) >= config.negation_min_overlap
+    if config.negation_check and close and checks.negation_flip(claim, text):
+        return "negation"
+    return None
+
+
 def conflicts(scored: Scored, config: LocalJudgeConfig) -> list[Candidate]:
-    """Sentences that state something else in the claim's own terms: another value for the same
-    quantity ("50 degrees" vs "100 degrees"), another year for the same event, or another name in
-    the place of one of the claim's (each only when the rest of the claim matches closely)."""
-    claim = scored.claim
-    out: list[Candidate] = []
-    for cand in scored.candidates:
-        if cand.kind != "sentence":
-            continue
-        hit = checks.conflicting_quantity(claim, cand.text)
-        number = hit is not None and _rest_overlap(claim, hit[0].raw, cand.text) >= config.number_conflict_min_overlap
-        year = config.year_conflict and _year_conflict(claim, cand.text, config)
-        name = config.entity_substitution and _substitution(claim, cand.text, config)
-        if number or year or name:
-            out.append(cand)
-    return out
+    """Sentences that state something else in the claim's own terms (see :func:`conflict_kind`)."""
+    return [
+        c for c in scored.candidates if c.kind == "sentence" and conflict_kind(scored.claim, c.text, config) is not None
+    ]
 
 
 def _supported_in_context(scored: Scored, sentence: Candidate, config: LocalJudgeConfig) -> bool:
@@ -634,79 +793,162 @@ def _supported_in_context(scored: Scored, sentence: Candidate, config: LocalJudg
     return False
 
 
-def _related(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> bool:
-    """Whether a candidate is about the claim at all: enough shared content words, and on a page
-    (not a lone sentence) at least one of the claim's names mentioned in the passage."""
-    claim_words = checks.content_words(scored.claim)
-    shared = len(claim_words & checks.content_words(cand.text))
-    if shared < min(config.contradict_min_shared, len(claim_words)):
-        return False
-    if claim_words and shared / len(claim_words) < config.contradict_min_overlap:
-        return False
-    if config.require_entities and cand.passage >= 0:
-        passage = scored.passages[cand.passage]
-        names = checks.entities(scored.claim)
-        page_like = len(passage.split()) >= config.entity_min_words
-        if names and page_like and len(checks.missing_entities(scored.claim, passage)) == len(names):
-            return False
-    return True
+_PRONOUN_OPENING = re.compile(r"^\W*(?:it|he|she|they|his|her|its|their)\b", re.IGNORECASE)
 
 
-def decide(scored: Scored, config: LocalJudgeConfig) -> JudgeVerdict:
-    """The verdict for one scored request: supported, contradicted or not_found, with the quote."""
-    cands = scored.candidates
-    if not config.use_combined:
-        cands = [c for c in cands if c.kind != "combined"]
-    if not cands:
-        return JudgeVerdict(label="not_found", confidence=1.0)
+def same_subject(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> bool:
+    """Whether a candidate is about the claim's subject: it opens with a pronoun (a sentence on the
+    subject's own page often names it so), or names the claim's subject (the name opening the claim;
+    else any of its names); for a claim without names, it shares a word of the claim's opening."""
+    if _PRONOUN_OPENING.match(cand.text):
+        return True
     claim = scored.claim
-    # Support: the most entailing candidate that the checks do not veto.
-    support: tuple[float, Candidate] | None = None
-    for cand in sorted(cands, key=lambda c: -float(c.probs[ENT])):
-        p = float(cand.probs[ENT])
-        if p < config.support_threshold:
-            break
-        if _support_problem(scored, cand, config) is None:
-            support = (p, cand)
-            break
-    # Contradiction: a related sentence or window the model reads as contradicting the claim.
-    contra: tuple[float, Candidate] | None = None
-    for cand in sorted(cands, key=lambda c: -float(c.probs[CON])):
-        p = float(cand.probs[CON])
-        if p < config.contradict_threshold:
-            break
-        if cand.kind not in ("sentence", "window"):
+    names = checks.entities(claim)
+    lead = checks.entities(subject_of(claim))[-1:]
+    if lead:  # the claim's subject is a name: that name must be there
+        return not checks.missing_entities(lead[0], cand.text)
+    if names:
+        return len(checks.missing_entities(claim, cand.text)) < len(names)
+    opening = checks.content_words(" ".join(claim.split()[:4]))
+    return bool(opening & checks.content_words(cand.text))
+
+
+def _contradiction(
+    scored: Scored, cands: Sequence[Candidate], config: LocalJudgeConfig
+) -> tuple[float, Candidate, str] | None:
+    """Precision first: a sentence or window about the claim's subject that the model reads as
+    contradicting it with margin, and either states a conflicting value, year, name, negation or
+    antonym in the claim's terms, or is read as a contradiction with high probability while sharing
+    most of the claim's words. Of several, the one worded most like the claim. Returns
+    (probability, candidate, kind)."""
+    found: list[tuple[float, Candidate, str]] = []
+    for cand in cands:
+        con, ent = float(cand.probs[CON]), float(cand.probs[ENT])
+        if con < config.conflict_min_contradiction or cand.kind not in ("sentence", "window"):
             continue
-        if p <= float(cand.probs[ENT]) or not _related(scored, cand, config):
+        if con - ent < config.conflict_margin or not same_subject(scored, cand, config):
             continue
         if config.context_override and cand.kind == "sentence" and _supported_in_context(scored, cand, config):
             continue
-        contra = (p, cand)
-        break
-    # A sentence stating another value, year or name in the claim's own terms; the most closely
-    # worded such sentence is the one to quote.
-    found = conflicts(scored, config)
-    conflict = max(found, key=lambda c: (checks.bigram_overlap(claim, c.text), float(c.probs[CON]))) if found else None
+        # A window joins sentences on several topics: only a lone sentence is read for a conflict.
+        kind = conflict_kind(scored.claim, cand.text, config) if cand.kind == "sentence" else None
+        # A negation flip is a weaker cue than another value, year, name or antonym (a negated
+        # sentence is often about something else): it needs the model-alone threshold.
+        if kind is not None and (kind != "negation" or con >= config.contradict_threshold):
+            found.append((con, cand, kind))
+            continue
+        aligned = checks.overlap(scored.claim, cand.text) >= config.contradict_min_overlap
+        if aligned and con >= config.contradict_threshold and con - ent >= config.contradict_margin:
+            found.append((con, cand, "model"))
+    if not found:
+        return None
+    return max(found, key=lambda f: (f[1].kind == "sentence", checks.bigram_overlap(scored.claim, f[1].text), f[0]))
+
+
+def _best_support(
+    scored: Scored,
+    cands: Sequence[Candidate],
+    config: LocalJudgeConfig,
+    claim: str | None = None,
+    threshold: float | None = None,
+) -> tuple[float, Candidate] | None:
+    """The most entailing candidate that the checks do not veto, with its entailment probability."""
+    floor = config.support_threshold if threshold is None else threshold
+    for cand in sorted(cands, key=lambda c: -float(c.probs[ENT])):
+        p = float(cand.probs[ENT])
+        if p < floor:
+            break
+        if claim is not None:
+            # A part is backed on the model's entailment alone (a short fragment against a page
+            # sentence often also reads as contradiction): contradictions are the whole claim's.
+            if _part_problem(scored, claim, cand, config) is None:
+                return p, cand
+        elif p > float(cand.probs[CON]) and _support_problem(scored, cand, config) is None:
+            return p, cand
+    return None
+
+
+def _part_problem(scored: Scored, part: str, cand: Candidate, config: LocalJudgeConfig) -> str | None:
+    """Why this candidate cannot back one part of a split claim: too few of the part's words, a
+    number of the part it lacks, a name of the part its page never mentions, or the part's
+    predicate turned into its opposite. Lighter than :func:`_support_problem` (no negation, year or
+    substitution checks): parts are short fragments that the whole claim's checks already cover."""
+    if config.support_min_overlap > 0 and checks.overlap(part, cand.text) < config.support_min_overlap:
+        return "unrelated"
+    if config.require_numbers and checks.missing_numbers(part, cand.text):
+        return "number"
+    scope = scored.passages[cand.passage]
+    page_like = len(scope.split()) >= config.entity_min_words
+    if config.require_entities and page_like and checks.missing_entities(part, scope):
+        return "entity"
+    if config.antonym_check and checks.antonym_flip(part, cand.text, config.negation_min_overlap) is not None:
+        return "antonym"
+    return None
+
+
+def _parts(scored: Scored, config: LocalJudgeConfig) -> list[tuple[str, tuple[float, Candidate] | None]]:
+    """Each part of a split claim with its best support (None: nothing backs it)."""
+    return [(part, _best_support(scored, cands, config, part, config.part_threshold)) for part, cands in scored.parts]
+
+
+def _calibrated(config: LocalJudgeConfig, label: str, raw: float) -> float:
+    """The probability that ``label`` is right, from its raw score (Platt scaling fitted on the tune
+    part: ``LocalJudgeConfig.calibration``)."""
+    a, b = next(((a, b) for name, a, b in config.calibration if name == label), (1.0, 0.0))
+    x = math.log(max(raw, 1e-4) / max(1.0 - raw, 1e-4))
+    return round(1.0 / (1.0 + math.exp(-(a * x + b))), 4)
+
+
+def decide(scored: Scored, config: LocalJudgeConfig) -> JudgeVerdict:
+    """The verdict for one scored request: supported, contradicted or not_found, with the quote,
+    the parts backed and missing (for a split claim) and a calibrated confidence."""
+    if scored.reason is not None:
+        return JudgeVerdict(label="not_found", confidence=1.0, reason=scored.reason)
+    cands = scored.candidates if config.use_combined else [c for c in scored.candidates if c.kind != "combined"]
+    if not cands:
+        return JudgeVerdict(label="not_found", confidence=_calibrated(config, "not_found", 0.99))
+    support = _best_support(scored, cands, config)
+    contra = _contradiction(scored, cands, config)
     if contra is not None and (
         support is None or contra[0] - config.contradict_threshold > support[0] - config.support_threshold
     ):
-        quote = conflict.text if conflict is not None else _quote(scored, contra[1], CON)
-        confidence = max(contra[0], config.check_confidence) if conflict is not None else contra[0]
-        return JudgeVerdict(label="contradicted", evidence_quote=quote, confidence=round(confidence, 4))
-    if support is not None:
+        quote = _quote(scored, contra[1], CON)
+        return JudgeVerdict(
+            label="contradicted", evidence_quote=quote, confidence=_calibrated(config, "contradicted", contra[0])
+        )
+    parts = _parts(scored, config) if len(scored.parts) > 1 else []
+    backed = [p for p, s in parts if s is not None]
+    missing = [p for p, s in parts if s is None]
+    if support is not None and parts and not missing:
+        raw = min(s[0] for _, s in parts if s is not None)
+        raw = min(raw, support[0]) if config.parts_cap_support else support[0]
+        quote = _support_quote(scored, support[1], config)
+        return JudgeVerdict(
+            label="supported",
+            evidence_quote=quote,
+            confidence=_calibrated(config, "supported", raw),
+            supported_parts=backed,
+            missing_parts=[],
+        )
+    if support is not None and not parts:
         return JudgeVerdict(
             label="supported",
             evidence_quote=_support_quote(scored, support[1], config),
-            confidence=round(support[0], 4),
+            confidence=_calibrated(config, "supported", support[0]),
         )
-    if conflict is not None:
-        return JudgeVerdict(
-            label="contradicted",
-            evidence_quote=conflict.text,
-            confidence=round(max(float(conflict.probs[CON]), config.check_confidence), 4),
+    top = max(float(max(c.probs[ENT], c.probs[CON])) for c in cands)
+    verdict = JudgeVerdict(label="not_found", confidence=_calibrated(config, "not_found", 1.0 - top))
+    if parts:
+        first = next((s for _, s in parts if s is not None), None)
+        verdict = verdict.model_copy(
+            update={
+                "supported_parts": backed,
+                "missing_parts": missing,
+                "reason": Reason.partially_supported.value if backed else None,
+                "evidence_quote": _quote(scored, first[1], ENT) if first else None,
+            }
         )
-    best = max(float(max(c.probs[ENT], c.probs[CON])) for c in cands)
-    return JudgeVerdict(label="not_found", confidence=round(1.0 - best, 4))
+    return verdict
 
 
 __all__ = [
@@ -714,6 +956,7 @@ __all__ = [
     "LocalJudge",
     "LocalJudgeConfig",
     "build_candidates",
+    "conflict_kind",
     "conflicts",
     "decide",
     "native_bfloat16",

@@ -1,8 +1,18 @@
-"""An LLM judge over the OpenAI chat completions API: OpenAI, Ollama's /v1, vLLM, llama.cpp alike."""
+"""An LLM judge over the OpenAI chat completions API: OpenAI, Ollama's /v1, vLLM, llama.cpp alike.
+
+Servers differ in the structured output they accept, so the answer format is negotiated per base
+URL: strict ``json_schema`` first; a server that refuses it (HTTP 400, 415, 422, 500 or 501 with an
+error naming the response format, since some servers answer a refusal with a 500) is asked again at
+once with ``json_object`` and the schema in the prompt, then with plain text, whose JSON is
+extracted and validated (:func:`guardrail.judges.prompt.parse_verdict_text`). The mode that worked
+is remembered for the base URL (process-wide), so later calls start there.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+import threading
+from typing import Any, Literal
 
 import openai
 from pydantic import SecretStr
@@ -10,6 +20,7 @@ from pydantic import SecretStr
 from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.judges.api import ApiJudge, sdk_errors
 from guardrail.judges.prompt import (
+    SCHEMA_INSTRUCTION,
     SYSTEM_PROMPT,
     VERDICT_SCHEMA,
     VERDICT_SCHEMA_NAME,
@@ -26,13 +37,56 @@ RESPONSE_FORMAT: dict[str, Any] = {
     "type": "json_schema",
     "json_schema": {"name": VERDICT_SCHEMA_NAME, "strict": True, "schema": VERDICT_SCHEMA},
 }
-"""The strict structured-output request sent with every call."""
+"""The strict structured-output request, the first answer format tried."""
+
+ResponseMode = Literal["json_schema", "json_object", "text"]
+RESPONSE_MODES: tuple[ResponseMode, ...] = ("json_schema", "json_object", "text")
+"""The answer formats tried, richest first."""
+
+_REFUSAL_STATUS = frozenset({400, 415, 422, 500, 501})
+_FORMAT_WORDS = re.compile(r"response.?format|json.?schema|json.?object|structured|grammar|schema", re.IGNORECASE)
+_MODES: dict[str, ResponseMode] = {}
+_MODES_LOCK = threading.Lock()
+
+
+def negotiated_mode(base_url: str | None) -> ResponseMode:
+    """The answer format that last worked for ``base_url`` (``json_schema`` until one refused it)."""
+    with _MODES_LOCK:
+        return _MODES.get(base_url or "", "json_schema")
+
+
+def _remember_mode(base_url: str | None, mode: ResponseMode) -> None:
+    with _MODES_LOCK:
+        _MODES[base_url or ""] = mode
+
+
+def forget_modes() -> None:
+    """Forget every negotiated answer format (the next calls start from ``json_schema`` again)."""
+    with _MODES_LOCK:
+        _MODES.clear()
+
+
+def refuses_format(exc: openai.APIStatusError) -> bool:
+    """Whether an error answer is the server refusing the requested answer format."""
+    if exc.status_code not in _REFUSAL_STATUS:
+        return False
+    return bool(_FORMAT_WORDS.search(f"{exc.message} {exc.body}"))
+
+
+def request_format(mode: ResponseMode) -> tuple[str, dict[str, Any] | None]:
+    """The system prompt and ``response_format`` for one answer format (None: not sent)."""
+    if mode == "json_schema":
+        return SYSTEM_PROMPT, RESPONSE_FORMAT
+    if mode == "json_object":
+        return SYSTEM_PROMPT + SCHEMA_INSTRUCTION, {"type": "json_object"}
+    return SYSTEM_PROMPT + SCHEMA_INSTRUCTION, None
 
 
 class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
     """Judges claims with a chat model behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
-    Every call asks for the strict JSON schema of :mod:`guardrail.judges.prompt` at temperature 0.
+    Every call asks for the strict JSON schema of :mod:`guardrail.judges.prompt` at temperature 0,
+    or the richest answer format the server accepts (see the module docs).
     Failures are retried under ``retry`` (the SDK's own retries are off) and end as
     ``not_found``/``judge_error``; ``judge`` never raises for one bad answer. The API key is
     held as a ``SecretStr`` and never logged.
@@ -92,20 +146,38 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
             timeout=settings.judge_timeout,
         )
 
+    @property
+    def response_mode(self) -> ResponseMode:
+        """The answer format this judge's next call starts with (negotiated per base URL)."""
+        return negotiated_mode(self.base_url)
+
+    async def _create(self, client: openai.AsyncOpenAI, request: JudgeRequest, timeout: float) -> Any:
+        """One chat completion, in the negotiated answer format, stepping down to the next format
+        at once when the server refuses one; the format that worked is remembered."""
+        start = RESPONSE_MODES.index(negotiated_mode(self.base_url))
+        for n, mode in enumerate(RESPONSE_MODES[start:], start=start):
+            system, response_format = request_format(mode)
+            options: dict[str, Any] = {"response_format": response_format} if response_format else {}
+            messages: Any = [
+                {"role": "system", "content": system},
+                {"role": "user", "content": render_user_message(request)},
+            ]
+            with sdk_errors(openai, self.key_setting):
+                try:
+                    completion = await client.chat.completions.create(
+                        model=self.model, messages=messages, temperature=self.temperature, timeout=timeout, **options
+                    )
+                except openai.APIStatusError as exc:
+                    if n + 1 < len(RESPONSE_MODES) and refuses_format(exc):
+                        continue
+                    raise
+            if n != start:
+                _remember_mode(self.base_url, mode)
+            return completion
+        raise TransientJudgeError("no answer format accepted")  # not reached: the last mode raises
+
     async def _attempt(self, client: openai.AsyncOpenAI, request: JudgeRequest, timeout: float) -> JudgeVerdict:
-        messages: Any = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": render_user_message(request)},
-        ]
-        response_format: Any = RESPONSE_FORMAT
-        with sdk_errors(openai, self.key_setting):
-            completion = await client.chat.completions.create(
-                model=self.model,
-                messages=messages,
-                response_format=response_format,
-                temperature=self.temperature,
-                timeout=timeout,
-            )
+        completion = await self._create(client, request, timeout)
         choices = getattr(completion, "choices", None) or []
         if not choices:
             raise TransientJudgeError("response has no choices")

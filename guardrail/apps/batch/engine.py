@@ -33,7 +33,7 @@ from guardrail.settings import ConfigurationError
 if TYPE_CHECKING:
     from guardrail.verifier import Verifier
 
-__all__ = ["BatchResult", "arun_batch", "arun_batch_file"]
+__all__ = ["BatchResult", "arun_batch", "arun_batch_file", "finish_run", "is_done"]
 
 log = logging.getLogger("guardrail.batch")
 
@@ -66,7 +66,7 @@ async def _verify_row(verifier: Verifier, row: BatchRow) -> RowResult:
     return result
 
 
-def _is_done(row: BatchRow, done: dict[str, RowResult]) -> bool:
+def is_done(row: BatchRow, done: dict[str, RowResult]) -> bool:
     """Whether the checkpoint holds ``row`` verified, with the same content."""
     prior = done.get(row.id)
     return prior is not None and prior.digest == row.digest
@@ -89,7 +89,7 @@ async def arun_batch(
     results: dict[str, RowResult] = {}
     queue: asyncio.Queue[BatchRow] = asyncio.Queue()
     for row in rows:
-        if _is_done(row, done):
+        if is_done(row, done):
             results[row.id] = done[row.id].model_copy(update={"line": row.line})
         else:
             queue.put_nowait(row)
@@ -155,10 +155,23 @@ async def arun_batch_file(
             checkpoint.reset()
         if on_start is not None:
             done = checkpoint.load()
-            on_start(len(rows), sum(1 for r in rows if _is_done(r, done)))
+            on_start(len(rows), sum(1 for r in rows if is_done(r, done)))
         results, resumed = await arun_batch(
             rows, verifier, checkpoint=checkpoint, concurrency=concurrency, on_row=on_row
         )
+    return finish_run(input_path, out, results, resumed=resumed, html_path=html_path)
+
+
+def finish_run(
+    input_path: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    results: list[RowResult],
+    *,
+    resumed: int,
+    html_path: str | os.PathLike[str] | None = None,
+) -> BatchResult:
+    """The figures, the CSV at ``out`` and, if asked, the HTML report of a run's results (in input
+    order): the same for every engine."""
     summary = summarize(results, resumed=resumed)
     write_csv(results, out)
     html_out = None

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from guardrail.core.extract import normalize_sources
 
-__all__ = ["MAX_REPORTED_ERRORS", "BatchInputError", "BatchRow", "read_rows"]
+__all__ = ["MAX_REPORTED_ERRORS", "BatchInputError", "BatchRow", "read_rows", "row_from_data"]
 
 MAX_REPORTED_ERRORS = 20
 """How many bad lines :class:`BatchInputError` lists before saying how many more there are."""
@@ -97,6 +97,12 @@ def _parse_row(line: int, raw: str) -> BatchRow:
         raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
     except RecursionError:
         raise ValueError("invalid JSON: nested too deeply") from None
+    return row_from_data(line, data)
+
+
+def row_from_data(line: int, data: object) -> BatchRow:
+    """A row given as a mapping of the input schema (``id``, ``claim`` + ``urls``, or ``answer`` +
+    optional ``sources``), numbered ``line``; raises ValueError saying what is wrong with it."""
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     row_id = _row_id(data, line)

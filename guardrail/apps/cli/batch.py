@@ -12,14 +12,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from guardrail.apps.batch import (
-    BatchInputError,
-    BatchResult,
-    BatchSummary,
-    RowResult,
-    arun_batch_file,
-    read_rows,
-)
+from guardrail.apps.batch import BatchInputError, BatchSummary, RowResult, arun_batch_file, read_rows
+from guardrail.apps.batch.ray_engine import RayOptions, require_ray, run_ray_batch_file
 from guardrail.apps.cli.common import (
     AllowPrivate,
     UseAudit,
@@ -33,9 +27,9 @@ from guardrail.apps.cli.console import ui
 from guardrail.bridges import run_sync
 from guardrail.core.schema import Label
 from guardrail.settings import ConfigurationError, Settings
-from guardrail.verifier import Verifier
 
 
+# Long only by its typer options (declarative); the body is short.
 def batch_command(
     input_file: Annotated[
         Path,
@@ -47,10 +41,24 @@ def batch_command(
     html_out: Annotated[
         Path | None, typer.Option("--html", help="Also write a self-contained HTML report.", dir_okay=False)
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Rows verified at once.", min=1)] = 4,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Rows verified at once (per worker).", min=1)] = 4,
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Ignore the checkpoint of an earlier run and verify every row again.")
     ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine", help="local: this process; ray: a Ray actor pool (pip install 'citation-guardrail[ray]')."
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Ray only: 'auto' (this machine's cluster) or 'ray://host:10001'; default: a local Ray."
+        ),
+    ] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Ray only: actors in the pool.", min=1)] = None,
+    cpus_per_worker: Annotated[int, typer.Option("--cpus-per-worker", help="Ray only: CPUs per actor.", min=1)] = 1,
     allow_private_hosts: AllowPrivate = False,
     cache: UseCache = True,
     audit: UseAudit = True,
@@ -58,10 +66,26 @@ def batch_command(
     """Verify every row of a JSONL file and report citation precision (supported / all citations).
 
     Resumable: each finished row is checkpointed next to --out (OUT.checkpoint.jsonl); a rerun skips
-    the rows already done. One run at a time per --out (OUT.lock). Exit 0 when every row was verified,
-    1 when some failed, 2 on bad input (or an --out that cannot be written, or is in use), 4 when
-    decisions could not be recorded in the audit store.
+    the rows already done. One run at a time per --out (OUT.lock), whatever the engine. Exit 0 when
+    every row was verified, 1 when some failed, 2 on bad input (or an --out that cannot be written, or
+    is in use, or --engine ray without Ray installed), 4 when decisions could not be recorded in the
+    audit store.
     """
+    if engine not in ("local", "ray"):
+        raise bad_input(f"--engine must be local or ray (got {engine!r})")
+    ray_options = None
+    if engine == "ray":
+        try:
+            ray_options = RayOptions(
+                address=address,
+                workers=workers,
+                cpus_per_worker=cpus_per_worker,
+                rows_at_once=concurrency,
+                cache=cache,
+            )
+            require_ray()
+        except (ConfigurationError, ValueError) as exc:
+            raise bad_input(str(exc)) from None
     try:
         code = run_batch_cli(
             input_file,
@@ -74,6 +98,7 @@ def batch_command(
             audit=audit,
             console=ui.out,
             err_console=ui.err,
+            ray_options=ray_options,
         )
     except (BatchInputError, ConfigurationError) as exc:
         raise bad_input(str(exc)) from None
@@ -81,6 +106,34 @@ def batch_command(
         raise bad_input(f"cannot write the report: {exc}") from None
     if code:
         raise typer.Exit(code)
+
+
+class _Progress:
+    """The progress bar of a batch run, on ``console``: rows done, supported citations, failures."""
+
+    def __init__(self, console: Console) -> None:
+        self.bar = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = self.bar.add_task("verifying", total=None, status="")
+        self.supported = self.citations = self.failed = 0
+
+    def on_start(self, total: int, already: int) -> None:
+        self.bar.update(self.task, total=total, completed=already, status=f"{already} from checkpoint")
+
+    def on_row(self, result: RowResult) -> None:
+        verdicts = result.verdicts() if result.error is None else []
+        self.citations += len(verdicts)
+        self.supported += sum(1 for _, _, v in verdicts if v.label == Label.supported)
+        self.failed += result.error is not None
+        status = f"{self.supported}/{self.citations} supported" + (f", {self.failed} failed" if self.failed else "")
+        self.bar.update(self.task, advance=1, status=status)
 
 
 def run_batch_cli(
@@ -95,29 +148,49 @@ def run_batch_cli(
     audit: bool,
     console: Console,
     err_console: Console,
+    ray_options: RayOptions | None = None,
 ) -> int:
-    """``guardrail batch``: verify with the settings' verifier and stores, show a progress bar on
-    ``err_console``, print the figures and the summary on ``console``. Returns the exit code
-    (0; 1 when some rows failed; 4 when decisions could not be recorded in the audit store);
-    raises BatchInputError (also for an ``out`` that cannot be written or is locked by another
-    run) / ConfigurationError for bad input."""
+    """``guardrail batch``: verify with the settings' verifier and stores (or on Ray, given
+    ``ray_options``), show a progress bar on ``err_console``, print the figures and the summary on
+    ``console``. Returns the exit code (0; 1 when some rows failed; 4 when decisions could not be
+    recorded in the audit store); raises BatchInputError (also for an ``out`` that cannot be written
+    or is locked by another run) / ConfigurationError for bad input."""
     read_rows(input_path)  # bad input is reported before any store is opened
-    run = open_run(settings, cache=cache, audit=audit)
+    progress = _Progress(err_console)
+    if ray_options is not None:
+        if audit:
+            err_console.print("note: the Ray engine keeps no audit store; the results are in the checkpoint and CSV.")
+        with progress.bar:
+            outcome = run_ray_batch_file(
+                input_path,
+                out,
+                settings=settings,
+                options=ray_options,
+                html_path=html_path,
+                fresh=fresh,
+                on_start=progress.on_start,
+                on_row=progress.on_row,
+            )
+        return _print_summary(outcome.summary, out, html_path, console, err_console)
+    run = open_run(settings, cache=cache, audit=audit, batch_judge_calls=True)  # rows share judge calls
     try:
         warn_if_no_judge(run.verifier, err_console)
-        outcome = _run_with_progress(
-            run.verifier, input_path, out, html_path=html_path, concurrency=concurrency, fresh=fresh, err=err_console
-        )
+        with progress.bar:
+            outcome = run_sync(
+                lambda: arun_batch_file(
+                    input_path,
+                    out,
+                    verifier=run.verifier,
+                    html_path=html_path,
+                    concurrency=concurrency,
+                    fresh=fresh,
+                    on_start=progress.on_start,
+                    on_row=progress.on_row,
+                )
+            )
     finally:
-        run.close()
-    _print_summary(outcome.summary, out, html_path, console)
-    code = 0
-    if outcome.summary.rows_failed:
-        err_console.print(
-            f"[red]{outcome.summary.rows_failed} row(s) failed[/red]; they are listed in the CSV's error column "
-            "and are verified again on the next run."
-        )
-        code = 1
+        run.close()  # waits a while for audit rows still queued
+    code = _print_summary(outcome.summary, out, html_path, console, err_console)
     try:
         run.fail_if_not_recorded()
     except typer.Exit as exit_:
@@ -125,58 +198,10 @@ def run_batch_cli(
     return code
 
 
-def _run_with_progress(
-    verifier: Verifier,
-    input_path: Path,
-    out: Path,
-    *,
-    html_path: Path | None,
-    concurrency: int,
-    fresh: bool,
-    err: Console,
-) -> BatchResult:
-    """The batch run, with a progress bar and the running counts on ``err``."""
-    counts = {"supported": 0, "citations": 0, "failed": 0}
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as progress:
-        task = progress.add_task("verifying", total=None, status="")
-
-        def on_start(total: int, already: int) -> None:
-            progress.update(task, total=total, completed=already, status=f"{already} from checkpoint")
-
-        def on_row(result: RowResult) -> None:
-            verdicts = result.verdicts() if result.error is None else []
-            counts["citations"] += len(verdicts)
-            counts["supported"] += sum(1 for _, _, v in verdicts if v.label == Label.supported)
-            counts["failed"] += result.error is not None
-            status = f"{counts['supported']}/{counts['citations']} supported"
-            if counts["failed"]:
-                status += f", {counts['failed']} failed"
-            progress.update(task, advance=1, status=status)
-
-        return run_sync(
-            lambda: arun_batch_file(
-                input_path,
-                out,
-                verifier=verifier,
-                html_path=html_path,
-                concurrency=concurrency,
-                fresh=fresh,
-                on_start=on_start,
-                on_row=on_row,
-            )
-        )
-
-
-def _print_summary(summary: BatchSummary, out: Path, html_path: Path | None, console: Console) -> None:
-    """The precision figures, the table of citations by label and reason, and what was written."""
+def _print_summary(
+    summary: BatchSummary, out: Path, html_path: Path | None, console: Console, err_console: Console
+) -> int:
+    """The figures, the label/reason table and what was written; the exit code (1: failed rows)."""
     for line in summary.lines():
         console.print(line, markup=False, highlight=False)
     table = Table(title="citations by label and reason", title_justify="left")
@@ -196,3 +221,10 @@ def _print_summary(summary: BatchSummary, out: Path, html_path: Path | None, con
         highlight=False,
     )
     console.print(f"wrote {out}" + (f" and {html_path}" if html_path else ""), markup=False, highlight=False)
+    if summary.rows_failed:
+        err_console.print(
+            f"[red]{summary.rows_failed} row(s) failed[/red]; they are listed in the CSV's error column "
+            "and are verified again on the next run."
+        )
+        return 1
+    return 0

@@ -151,17 +151,23 @@ EXIT_NOT_RECORDED = 4
 """Exit code when decisions could not be recorded in the audit store."""
 
 
-def open_run(settings: Settings, *, cache: bool, audit: bool) -> CliRun:
+def open_run(settings: Settings, *, cache: bool, audit: bool, batch_judge_calls: bool = False) -> CliRun:
     """The verifier of a CLI run: page cache and audit store on by default in the user cache
     folder, off with the flags or ``GUARDRAIL_CACHE=off`` / ``GUARDRAIL_AUDIT_DB=off``.
 
     An unusable cache is skipped with a warning (it only saves time); an unusable audit store
-    is an input error naming the file, since the user asked for a record.
+    is an input error naming the file, since the user asked for a record. ``batch_judge_calls``:
+    concurrent rows share judge calls (a batch run).
     """
     ids: list[int] = []
     try:
         runtime = build_runtime(
-            settings, cache=cache, audit=audit, on_audit=ids.append, audit_flush_timeout=settings.audit_wait
+            settings,
+            cache=cache,
+            audit=audit,
+            on_audit=ids.append,
+            audit_flush_timeout=settings.audit_wait,
+            batch_judge_calls=batch_judge_calls,
         )
     except StoreError as exc:
         raise bad_input(f"{exc} (pass --no-audit, or set GUARDRAIL_AUDIT_DB to another file)") from None

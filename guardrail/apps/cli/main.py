@@ -200,6 +200,15 @@ CheckFormatOption = Annotated[
         case_sensitive=False,
     ),
 ]
+MinConfidenceOption = Annotated[
+    float,
+    typer.Option(
+        "--min-confidence",
+        min=0.0,
+        max=1.0,
+        help="A supported or contradicted verdict less confident than this counts as unverified (not_found).",
+    ),
+]
 
 
 @app.command()
@@ -210,6 +219,7 @@ def check(
     sources_file: SourcesOption = None,
     policy: CheckPolicyOption = PolicyChoice.annotate,
     fmt: CheckFormatOption = CheckFormat.markdown,
+    min_confidence: MinConfidenceOption = 0.0,
     allow_private_hosts: AllowPrivate = False,
     cache: UseCache = True,
     audit: UseAudit = True,
@@ -236,7 +246,9 @@ def check(
     finally:
         run.close()
     guarded: GuardedAnswer = apply_policy(
-        report, Policy.preset(policy.value), "html" if fmt == CheckFormat.html else "markdown"
+        report,
+        Policy.preset(policy.value, min_confidence=min_confidence),
+        "html" if fmt == CheckFormat.html else "markdown",
     )
     if fmt == CheckFormat.json:
         sys.stdout.write(guarded.model_dump_json(indent=2) + "\n")

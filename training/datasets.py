@@ -1,6 +1,6 @@
 """Readers and the deterministic by-claim split for the labelled claim/evidence sets.
 
-Used by the judge's training script (``guardrail.judges.train``) and the accuracy bench
+Used by the judge's training script (``training.train``) and the accuracy bench
 (``bench/judge_accuracy.py``); nothing at run time imports it. The data lives outside the
 repository (``../shared/data`` by default, see that folder's README).
 

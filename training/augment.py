@@ -10,7 +10,7 @@ sentence on the subject's own page does). Every edit is checked against the evid
 label holds: a swapped number must differ from every value the evidence states, a swapped-in name
 must be absent from the evidence, a bounded quantity ("more than 100") is never edited.
 
-Used only by :mod:`guardrail.judges.train`; pure functions of text and a seeded ``random.Random``.
+Used only by :mod:`training.train`; pure functions of text and a seeded ``random.Random``.
 """
 
 from __future__ import annotations

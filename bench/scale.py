@@ -1,0 +1,152 @@
+"""Scale benchmark: the same batch on the local engine and on Ray with 1 and 2 actors, in one run.
+
+1,000 claims over 200 loopback pages that answer after 100 ms (each claim cites its page and the
+next one), the embedded judge and embedder. For each engine: claims/s, the ratio to the
+network-bound ideal (unique pages x latency / fetch concurrency, as if verifying were free), and
+for Ray the peak RSS of each actor; then the scaling ratio of 2 actors to 1.
+
+Usage: python bench/scale.py [--claims 1000] [--pages 200] [--latency 0.1] [--concurrency 8]
+Writes bench/results/scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from pipeline import build, peak_rss_mb  # noqa: E402  (bench/, this script's folder)
+
+from guardrail import Settings  # noqa: E402
+from guardrail.apps.batch import arun_batch_file  # noqa: E402
+from guardrail.apps.batch.ray_engine import RayOptions, run_ray_batch_file  # noqa: E402
+from guardrail.apps.demo import LoopbackSite  # noqa: E402
+from guardrail.bridges import run_sync  # noqa: E402
+from guardrail.runtime import build_runtime  # noqa: E402
+
+
+def write_rows(path: Path, site: LoopbackSite, specs: list[tuple[str, list[str]]]) -> None:
+    with path.open("w") as fh:
+        for i, (claim, paths) in enumerate(specs):
+            fh.write(json.dumps({"id": i, "claim": claim, "urls": [site.url(p) for p in paths]}) + "\n")
+
+
+def local_run(rows: Path, out: Path, settings: Settings, concurrency: int) -> float:
+    with build_runtime(settings, cache=False, audit=False) as runtime:
+        runtime.verifier.embedder.embed(["warm-up"])  # models load outside the timing, as on Ray
+        judge = runtime.verifier.judge
+        if judge is not None:
+            judge.load()
+        start = time.perf_counter()
+        run_sync(lambda: arun_batch_file(rows, out, verifier=runtime.verifier, concurrency=concurrency, fresh=True))
+        return time.perf_counter() - start
+
+
+class ActorMemory:
+    """Peak RSS (VmHWM) of each verifier actor, sampled while the run goes on (the pool is torn
+    down when the dataset is done): called as ``on_row``."""
+
+    def __init__(self) -> None:
+        self.peaks: dict[int, float] = {}
+        self.last = 0.0
+
+    def __call__(self, _result: object) -> None:
+        now = time.monotonic()
+        if now - self.last < 1.0:
+            return
+        self.last = now
+        import ray._private.state as state  # no dashboard: the GCS view
+
+        for actor in state.actors().values():
+            if "RowVerifier" not in actor.get("ActorClassName", "") or actor.get("State") != "ALIVE":
+                continue
+            pid = int(actor["Pid"])
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
+            self.peaks[pid] = max(self.peaks.get(pid, 0.0), round(kb / 1024, 1))
+
+
+def ray_run(rows: Path, out: Path, settings: Settings, workers: int, concurrency: int) -> tuple[float, list[float]]:
+    import ray
+
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        options = RayOptions(workers=workers, cpus_per_worker=1, rows_at_once=concurrency, batch_size=25, cache=False)
+        warm = Path(str(out) + ".warm.jsonl")
+        warm.write_text(rows.read_text().splitlines()[0] + "\n")  # actors start and load their models
+        run_ray_batch_file(warm, Path(str(out) + ".warm.csv"), settings=settings, options=options, fresh=True)
+        memory = ActorMemory()
+        start = time.perf_counter()
+        run_ray_batch_file(rows, out, settings=settings, options=options, fresh=True, on_row=memory)
+        wall = time.perf_counter() - start
+        return wall, sorted(memory.peaks.values())
+    finally:
+        ray.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--claims", type=int, default=1000)
+    parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--concurrency", type=int, default=8, help="rows verified at once per engine/actor")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
+    args = parser.parse_args()
+    routes, specs = build(args.claims, args.pages, args.latency)
+    settings = Settings.from_env().model_copy(
+        update={"allow_private_hosts": True, "cache_path": None, "audit_path": None, "concurrency": args.concurrency}
+    )
+    results: dict[str, Any] = {
+        "claims": args.claims,
+        "pages": args.pages,
+        "latency_s": args.latency,
+        "concurrency": args.concurrency,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_before": os.getloadavg(),
+    }
+    ideal = args.pages * args.latency / args.concurrency
+    with tempfile.TemporaryDirectory() as tmp, LoopbackSite(routes) as site:
+        rows = Path(tmp) / "rows.jsonl"
+        write_rows(rows, site, specs)
+        wall = local_run(rows, Path(tmp) / "local.csv", settings, args.concurrency)
+        results["local"] = {"wall_s": round(wall, 2), "claims_per_s": round(args.claims / wall, 1)}
+        for workers in (1, 2):
+            wall, peaks = ray_run(rows, Path(tmp) / f"ray{workers}.csv", settings, workers, args.concurrency)
+            results[f"ray_{workers}"] = {
+                "wall_s": round(wall, 2),
+                "claims_per_s": round(args.claims / wall, 1),
+                "peak_rss_mb_per_actor": peaks,
+            }
+    for key in ("local", "ray_1", "ray_2"):
+        results[key]["network_ideal_s"] = round(ideal, 2)
+        results[key]["ratio_to_ideal"] = round(results[key]["wall_s"] / ideal, 2)
+    results["scaling_2_over_1"] = round(results["ray_2"]["claims_per_s"] / results["ray_1"]["claims_per_s"], 2)
+    results["driver_peak_rss_mb"] = round(peak_rss_mb(), 1)
+    results["load_after"] = os.getloadavg()
+    print(f"scale: {args.claims} claims, {args.pages} pages at {args.latency * 1000:.0f} ms; {results['machine']}")
+    for key in ("local", "ray_1", "ray_2"):
+        row = results[key]
+        rss = f"  actor peak RSS {row['peak_rss_mb_per_actor']} MB" if "peak_rss_mb_per_actor" in row else ""
+        speed = f"{row['claims_per_s']:7.1f} claims/s  wall {row['wall_s']:7.2f} s"
+        print(f"  {key:6s} {speed}  ratio to ideal {row['ratio_to_ideal']:6.2f}{rss}")
+    print(f"  scaling 2 actors / 1 actor: {results['scaling_2_over_1']}x")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

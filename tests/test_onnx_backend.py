@@ -1,0 +1,88 @@
+"""The embedded models on ONNX Runtime: the same probabilities and vectors as torch, an export made
+once per weights and reused, and torch when ONNX Runtime is missing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from guardrail import onnx_backend
+from guardrail.judges.local import MODEL_DIR, LocalJudge, LocalJudgeConfig
+from guardrail.retrieval import MiniLMEmbedder
+
+ROOT = Path(__file__).resolve().parents[1]
+PREMISES = [
+    "At sea level, pure water boils at 100 degrees Celsius (212 degrees Fahrenheit).",
+    "Kate Winslet and Leonardo DiCaprio star as members of different social classes.",
+    "The Alder River is 121 kilometres long and flows into the Grey Sea.",
+]
+CLAIMS = ["Water boils at 100 degrees Celsius at sea level.", "Brad Pitt starred in it.", "The river is 300 km long."]
+
+
+@pytest.mark.slow
+def test_the_judge_on_onnx_gives_torchs_probabilities() -> None:
+    onnx = LocalJudge(config=LocalJudgeConfig(backend="onnx")).predict(PREMISES, CLAIMS)
+    torch = LocalJudge(config=LocalJudgeConfig(backend="torch")).predict(PREMISES, CLAIMS)
+    assert onnx.shape == (3, 3) and np.allclose(onnx, torch, atol=1e-4)
+    assert list(onnx.argmax(axis=1)) == list(torch.argmax(axis=1))
+
+
+@pytest.mark.slow
+def test_the_embedder_on_onnx_gives_torchs_vectors() -> None:
+    texts = [*PREMISES, "a", "Water " * 400]  # a one-token text and one longer than the 256-token cut
+    onnx = MiniLMEmbedder(backend="onnx").embed(texts)
+    torch = MiniLMEmbedder(backend="torch").embed(texts)
+    assert onnx.shape == (5, 384)
+    assert float((onnx * torch).sum(axis=1).min()) > 0.9999
+    assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_an_export_is_made_once_per_weights_and_reused() -> None:
+    onnx_backend.session_for(MODEL_DIR, "classifier")
+    exported = list(
+        (onnx_backend.user_cache_dir() / "onnx").glob(f"model-{onnx_backend.weights_digest(MODEL_DIR)}-*.onnx")
+    )
+    assert exported
+    stamps = {p: p.stat().st_mtime_ns for p in exported}
+    onnx_backend._SESSIONS.clear()  # a new process would find the file: the session is rebuilt from it
+    onnx_backend.session_for(MODEL_DIR, "classifier")
+    assert {p: p.stat().st_mtime_ns for p in exported} == stamps
+
+
+def test_the_digest_follows_the_weights(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"weights one")
+    first = onnx_backend.weights_digest(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"weights two")
+    assert onnx_backend.weights_digest(tmp_path) != first
+
+
+def test_without_onnx_runtime_the_models_run_on_torch() -> None:
+    code = (
+        "import sys; sys.modules['onnxruntime'] = None\n"  # as if ONNX Runtime were not installed
+        "from guardrail.judges.local import LocalJudge\n"
+        "from guardrail.retrieval import MiniLMEmbedder\n"
+        "print(LocalJudge().backend, MiniLMEmbedder().backend)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.stdout.split() == ["torch", "torch"], result.stderr
+    assert LocalJudge().backend == "onnx" and MiniLMEmbedder().backend == "onnx"  # here it is installed
+
+
+def test_a_bad_backend_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="backend"):
+        MiniLMEmbedder(backend="tensorflow")
+    with pytest.raises(ValueError, match="backend"):
+        _ = LocalJudge(config=LocalJudgeConfig(backend="tensorflow")).backend
