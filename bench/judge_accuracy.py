@@ -492,7 +492,10 @@ def load_shipped_judge(ref: str, model: Path) -> tuple[Any, Any] | None:
             ).stdout
         except (OSError, subprocess.CalledProcessError):
             return None
-        (package / f"{name}.py").write_text(text.replace("from guardrail.judges import checks", "from . import checks"))
+        # The schema moved to guardrail.core (issue 11); everything the old code uses is still there.
+        text = text.replace("from guardrail.judges import checks", "from . import checks")
+        text = text.replace("from guardrail.schema import", "from guardrail.core.schema import")
+        (package / f"{name}.py").write_text(text)
     sys.path.insert(0, str(folder))
     module = importlib.import_module("shipped_v2_judge.local")
     return module.LocalJudge(model_path=model), module.decide

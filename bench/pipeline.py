@@ -126,7 +126,10 @@ async def main() -> None:
     }
     with LoopbackSite(routes) as site:
         tasks = [ClaimTask(claim, [site.url(p) for p in paths]) for claim, paths in specs]
-        settings = Settings.from_env().model_copy(update={"concurrency": args.concurrency})
+        # One loopback server stands for many sites: no per-host politeness limit here.
+        settings = Settings.from_env().model_copy(
+            update={"concurrency": args.concurrency, "host_concurrency": args.concurrency, "host_rate": 0}
+        )
         verifier = Verifier(
             settings=settings,
             fetcher=site_fetcher(site, settings),

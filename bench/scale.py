@@ -107,7 +107,15 @@ def main() -> None:
     args = parser.parse_args()
     routes, specs = build(args.claims, args.pages, args.latency)
     settings = Settings.from_env().model_copy(
-        update={"allow_private_hosts": True, "cache_path": None, "audit_path": None, "concurrency": args.concurrency}
+        update={
+            "allow_private_hosts": True,
+            "cache_path": None,
+            "audit_path": None,
+            "concurrency": args.concurrency,
+            # One loopback server stands for 200 sites: no per-host politeness limit here.
+            "host_concurrency": args.concurrency,
+            "host_rate": 0,
+        }
     )
     results: dict[str, Any] = {
         "claims": args.claims,

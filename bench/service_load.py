@@ -68,7 +68,8 @@ def serve(port: int, allowed_origin: str) -> None:
     from guardrail.apps.server import create_app
     from guardrail.fetch.direct import DirectFetcher
 
-    settings = Settings.from_env()
+    # One loopback origin stands for every cited site: no per-host politeness limit here.
+    settings = Settings.from_env().model_copy(update={"host_rate": 0, "host_concurrency": 64})
     app = create_app(settings, fetcher=DirectFetcher.from_settings(settings, allowed_hosts=[allowed_origin]))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 

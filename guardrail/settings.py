@@ -37,6 +37,10 @@ DEFAULT_MAX_URLS = 100
 DEFAULT_MAX_CHECKS = 3200
 """Most (claim, source) pairs judged in one call: 200 claims against the 16 facts the grounding check
 keeps per claim."""
+DEFAULT_HOST_CONCURRENCY = 4
+"""Requests in flight to one host, by default (``GUARDRAIL_HOST_CONCURRENCY``)."""
+DEFAULT_HOST_RATE = 5.0
+"""Requests per second to one host after a burst of as many, by default (``GUARDRAIL_HOST_RATE``)."""
 
 
 class ConfigurationError(ValueError):
@@ -100,6 +104,12 @@ class Settings(BaseSettings):
     max_bytes: int = _env("GUARDRAIL_MAX_BYTES", default=DEFAULT_MAX_BYTES, gt=0)
     max_redirects: int = _env("GUARDRAIL_MAX_REDIRECTS", default=5, ge=0)
     concurrency: int = _env("GUARDRAIL_CONCURRENCY", default=8, ge=1)
+    host_concurrency: int = _env(
+        "GUARDRAIL_HOST_CONCURRENCY", "requests in flight to one host", default=DEFAULT_HOST_CONCURRENCY, ge=1
+    )
+    host_rate: float = _env(
+        "GUARDRAIL_HOST_RATE", "requests per second to one host, 0 for no limit", default=DEFAULT_HOST_RATE, ge=0
+    )
     top_k: int = _env("GUARDRAIL_TOP_K", default=3, ge=1)
     cache_path: Path | None = _env("GUARDRAIL_CACHE", "SQLite page cache file, or off", default=None)
     cache_ttl: float = _env("GUARDRAIL_CACHE_TTL", "seconds", default=24 * 3600.0, ge=0)

@@ -55,6 +55,7 @@ from guardrail.core.interpret import non_whitespace_chars
 from guardrail.core.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.fetch._http import DEFAULT_USER_AGENT, BodyTooLarge, read_capped
 from guardrail.fetch.convert import HTML_TYPES, convert, decode_body, markdown_title, media_type
+from guardrail.fetch.politeness import HostLimiter, HostLimits
 from guardrail.fetch.ssrf import SsrfPolicy, UrlRefused
 from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
 from guardrail.settings import DEFAULT_MAX_BYTES, ConfigurationError, Settings
@@ -173,6 +174,15 @@ def _int_header(value: str | None) -> int | None:
         return None
 
 
+def _host_of(url: str) -> str:
+    """The host name a politeness slot is kept for ("" for a URL too broken to name one: the
+    SSRF check refuses it right after)."""
+    try:
+        return urllib.parse.urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+
+
 class CrawlbaseFetcher:
     """Fetches pages through the Crawlbase Crawling API (chosen when ``CRAWLBASE_TOKEN`` is set).
 
@@ -181,7 +191,9 @@ class CrawlbaseFetcher:
     as Crawlbase advises); ``max_bytes`` cap on the markdown; ``concurrency`` API calls at
     once; ``max_retries`` and ``retry_base_delay``/``retry_max_delay`` (seconds) for
     429/5xx/timeout backoff, or a whole ``retry`` policy (:class:`guardrail.retry.RetryPolicy`);
-    ``allow_private_hosts``/``policy`` for the no-DNS SSRF check.
+    ``allow_private_hosts``/``policy`` for the no-DNS SSRF check; ``host_limits``: pages of one
+    cited host crawled at once and per second (:mod:`guardrail.fetch.politeness`), so the API
+    does not hammer a site on our behalf.
     """
 
     name = "crawlbase"
@@ -202,6 +214,7 @@ class CrawlbaseFetcher:
         allow_private_hosts: bool = False,
         policy: SsrfPolicy | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
+        host_limits: HostLimits | None = None,
     ) -> None:
         self._token = token if isinstance(token, SecretStr) else SecretStr(token)
         if not self._token.get_secret_value().strip():
@@ -230,6 +243,7 @@ class CrawlbaseFetcher:
         )
         self.policy = policy or SsrfPolicy(allow_private=allow_private_hosts)
         self.user_agent = user_agent
+        self.hosts = HostLimiter(host_limits)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> CrawlbaseFetcher:
@@ -247,6 +261,7 @@ class CrawlbaseFetcher:
             "max_bytes": settings.max_bytes,
             "concurrency": settings.concurrency,
             "allow_private_hosts": settings.allow_private_hosts,
+            "host_limits": HostLimits(concurrency=settings.host_concurrency, rate=settings.host_rate or None),
         }
         if "fetch_timeout" in settings.model_fields_set:
             options["timeout"] = settings.fetch_timeout
@@ -301,7 +316,7 @@ class CrawlbaseFetcher:
         ) as client:
 
             async def bounded(url: str) -> FetchedPage:
-                async with semaphore:
+                async with semaphore, self.hosts.slot(_host_of(url)):
                     return await self.fetch_one(client, url)
 
             tasks = [asyncio.ensure_future(bounded(u)) for u in unique]

@@ -43,6 +43,7 @@ from guardrail.fetch._http import (
     read_capped,
 )
 from guardrail.fetch.convert import SUPPORTED_TYPES, Converter, convert, media_type
+from guardrail.fetch.politeness import HostLimiter, HostLimits
 from guardrail.fetch.ssrf import Resolver, SsrfPolicy, Target, UrlRefused
 from guardrail.retry import RetryPolicy, Transient, parse_retry_after, retry_call
 from guardrail.settings import DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_BYTES, Settings
@@ -93,6 +94,8 @@ class DirectFetcher:
     ``max_redirects``; ``concurrency`` (pages fetched at once); ``user_agent``;
     ``verify`` (TLS verification: True, or an ``ssl.SSLContext`` with your CAs); ``retry``
     (transient failures tried again; default 3 attempts within ``total_timeout``);
+    ``host_limits`` (requests to one host at once and per second, and the pause a 429/503 with
+    ``Retry-After`` imposes on every request to it: :mod:`guardrail.fetch.politeness`);
     ``converter`` (body -> readable text; default :func:`guardrail.fetch.convert.convert`).
     """
 
@@ -114,6 +117,7 @@ class DirectFetcher:
         verify: bool | ssl.SSLContext = True,
         retry: RetryPolicy | None = None,
         converter: Converter = convert,
+        host_limits: HostLimits | None = None,
     ) -> None:
         if timeout <= 0 or (total_timeout is not None and total_timeout <= 0):
             raise ValueError("timeout and total_timeout must be positive")
@@ -137,6 +141,7 @@ class DirectFetcher:
         self.verify = verify
         self.retry = retry or RetryPolicy(budget=self.total_timeout)
         self.converter = converter
+        self.hosts = HostLimiter(host_limits)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> DirectFetcher:
@@ -148,6 +153,7 @@ class DirectFetcher:
             "max_redirects": settings.max_redirects,
             "concurrency": settings.concurrency,
             "retry": RetryPolicy(attempts=settings.fetch_attempts, budget=2 * settings.fetch_timeout),
+            "host_limits": HostLimits(concurrency=settings.host_concurrency, rate=settings.host_rate or None),
         }
         options.update(overrides)
         return cls(**options)
@@ -240,20 +246,26 @@ class DirectFetcher:
     async def _follow(self, client: httpx.AsyncClient, progress: _Progress) -> _Outcome:
         for _ in range(self.max_redirects + 1):
             target = await self.policy.vet(progress.current)
-            response = await self._send(client, target)
-            try:
-                location = response.headers.get("location")
-                if response.status_code in REDIRECT_STATUSES and location:
-                    try:
-                        next_url = str(target.url.join(location.strip()))
-                    except (httpx.InvalidURL, ValueError) as exc:
-                        raise UrlRefused(Reason.invalid_url, f"bad redirect Location: {exc}") from None
-                    progress.redirects.append(progress.current)
-                    progress.current = next_url
-                    continue
-                return await self._read(response, progress)
-            finally:
-                await response.aclose()
+            async with self.hosts.slot(target.host):
+                response = await self._send(client, target)
+                try:
+                    location = response.headers.get("location")
+                    if response.status_code in REDIRECT_STATUSES and location:
+                        try:
+                            next_url = str(target.url.join(location.strip()))
+                        except (httpx.InvalidURL, ValueError) as exc:
+                            raise UrlRefused(Reason.invalid_url, f"bad redirect Location: {exc}") from None
+                        progress.redirects.append(progress.current)
+                        progress.current = next_url
+                        continue
+                    outcome = await self._read(response, progress)
+                finally:
+                    await response.aclose()
+            if response.status_code == 429 or (response.status_code == 503 and outcome.retry_after is not None):
+                paused = self.hosts.pause(target.host, outcome.retry_after)
+                status = response.status_code
+                log.info("%s asked us to slow down (%d): its requests wait %.1fs", target.host, status, paused)
+            return outcome
         raise UrlRefused(Reason.too_many_redirects, f"more than {self.max_redirects} redirects")
 
     async def _send(self, client: httpx.AsyncClient, target: Target) -> httpx.Response:

@@ -584,13 +584,13 @@ def _model_name(path: Path) -> str:
 # -- candidates ----------------------------------------------------------------
 
 
-def build_candidates(request: JudgeRequest, config: LocalJudgeConfig) -> list[Candidate]:
-    """The evidence to score for one request, within the budget of ``config``: the sentences that
-    cover the claim's rarer words best, windows of consecutive sentences around the best few,
-    the best few joined when they are not adjacent, and (optionally) each passage whole. Every
-    text is listed once: a one-sentence passage is not also scored as a passage."""
-    claim = request.claim
-    units: list[tuple[int, int, tuple[int, int], str]] = []  # (passage, position, span, text)
+_Unit = tuple[int, int, tuple[int, int], str]
+"""One evidence sentence: (passage index, position in the passage, character span, text)."""
+
+
+def _sentence_units(request: JudgeRequest, config: LocalJudgeConfig) -> tuple[list[_Unit], list[list[tuple[int, int]]]]:
+    """The sentences of every passage long enough to judge, and each passage's sentence spans."""
+    units: list[_Unit] = []
     per_passage: list[list[tuple[int, int]]] = []
     for p, passage in enumerate(request.passages):
         spans = [
@@ -600,7 +600,16 @@ def build_candidates(request: JudgeRequest, config: LocalJudgeConfig) -> list[Ca
         ]
         per_passage.append(spans)
         units.extend((p, i, span, passage[span[0] : span[1]]) for i, span in enumerate(spans))
-    scores = checks.rank_sentences(claim, [u[3] for u in units])
+    return units, per_passage
+
+
+def build_candidates(request: JudgeRequest, config: LocalJudgeConfig) -> list[Candidate]:
+    """The evidence to score for one request, within the budget of ``config``: the sentences that
+    cover the claim's rarer words best, windows of consecutive sentences around the best few,
+    the best few joined when they are not adjacent, and (optionally) each passage whole. Every
+    text is listed once: a one-sentence passage is not also scored as a passage."""
+    units, per_passage = _sentence_units(request, config)
+    scores = checks.rank_sentences(request.claim, [u[3] for u in units])
     # Best first; stable, so ties keep page order. A sentence sharing no word with the claim still
     # fills a free place: a lone evidence sentence often names its subject by a pronoun only and
     # says the rest in other words ("He is the lead vocalist..." for "X is a musician").
