@@ -21,7 +21,9 @@ header is repeated the last one counts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
+from collections.abc import Iterator
 
 from starlette.datastructures import Headers
 from starlette.responses import Response
@@ -29,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from guardrail.apps.server.errors import error_response
 
-__all__ = ["PUBLIC_PATHS", "BearerAuth", "BodyLimit", "RequestWork", "carries_token"]
+__all__ = ["PUBLIC_PATHS", "BearerAuth", "BodyLimit", "InFlight", "RequestWork", "carries_token"]
 
 PUBLIC_PATHS = frozenset({"/health"})
 """Paths answered without the bearer token."""
@@ -190,17 +192,22 @@ class RequestWork:
     chunk.
     """
 
-    def __init__(self, app: ASGIApp, *, timeout: float) -> None:
+    def __init__(self, app: ASGIApp, *, timeout: float, inflight: InFlight | None = None) -> None:
         if timeout <= 0:
             raise ValueError("timeout must be positive")
         self.app = app
         self.timeout = timeout
+        self.inflight = inflight or InFlight()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Run the request, watching for the client leaving and for the deadline."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        with self.inflight.track():
+            await self._run(scope, receive, send)
+
+    async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
         watch = _DisconnectWatch(receive)
         sent = _SendTracker(send)
         work = asyncio.ensure_future(self.app(scope, watch.receive, sent))
@@ -227,6 +234,35 @@ class RequestWork:
             return error_response(503, message, {"Connection": "close", "Retry-After": "1"})
         message = f"the request took longer than {self.timeout:g} s and was stopped (GUARDRAIL_REQUEST_TIMEOUT)"
         return error_response(504, message, {"Connection": "close"})
+
+
+class InFlight:
+    """The requests :class:`RequestWork` is running. At shutdown the server cancels those past its
+    graceful timeout and then shuts the app down; :meth:`settle` in the app's shutdown lets them
+    send their 503 first (else the event loop's final clean-up can cancel them again while they
+    answer, and the client sees the connection closed without an answer)."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    @contextlib.contextmanager
+    def track(self) -> Iterator[None]:
+        """Count the current task in for the block."""
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - always inside a task under an ASGI server
+            yield
+            return
+        self._tasks.add(task)
+        try:
+            yield
+        finally:
+            self._tasks.discard(task)
+
+    async def settle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the requests still running to end."""
+        pending = {t for t in self._tasks if not t.done() and t is not asyncio.current_task()}
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
 
 
 class _DisconnectWatch:
