@@ -700,11 +700,12 @@ def test_guardrail_serve_command(pages: FixtureServer) -> None:
         while True:
             assert proc.poll() is None, proc.communicate()
             try:
-                health = httpx.get(base + "/health", timeout=2).json()
+                health = httpx.get(base + "/health", timeout=2, headers={"Authorization": "Bearer k"}).json()
                 break
             except httpx.HTTPError:
                 assert time.monotonic() < deadline, "guardrail serve did not start"
                 time.sleep(0.2)
+        assert httpx.get(base + "/health", timeout=10).json() == {"status": health["status"]}  # no token: status only
         assert health["embedder"] == {**health["embedder"], "name": "all-MiniLM-L6-v2", "loaded": True}
         assert health["fetcher"]["ssrf_guard"] is True and health["auth"] is True
         body = {"claim": CLAIM, "urls": [pages.url("/boiling")]}
