@@ -191,8 +191,8 @@ async def test_cpu_gate_bounds_threads_and_drops_work_whose_caller_left() -> Non
 
 
 async def test_the_loop_keeps_running_while_an_answer_is_extracted() -> None:
-    v = verifier(max_answer_chars=200_000, max_claims=5000)
-    answer = "Water boils at 100 degrees Celsius at sea level. " * 2000  # 2000 sentences, about a second
+    v = verifier(max_answer_chars=400_000, max_claims=5000)
+    answer = "Water boils at 100 degrees Celsius at sea level. " * 4000  # 4000 sentences, half a second or more
     gaps: list[float] = []
 
     async def ticker() -> None:
@@ -208,10 +208,11 @@ async def test_the_loop_keeps_running_while_an_answer_is_extracted() -> None:
     report = await v.averify_answer(answer)
     elapsed = time.perf_counter() - start
     tick.cancel()
-    assert len(report.claims) == 2000 and elapsed > 0.3
-    # On the loop, extraction would have stalled the ticker for the whole extraction (C code holding
-    # the GIL, a regex over the whole answer, still stalls it a little).
-    assert max(gaps) < elapsed / 2, (max(gaps), elapsed)
+    assert len(report.claims) == 4000 and elapsed > 0.3
+    # On the loop, extraction would have stalled the ticker for the whole extraction, nearly all of
+    # the call. In a thread, C code holding the GIL still stalls it a little (a scan of the whole
+    # answer for bare URLs: about a fifth of the extraction), and more on a loaded machine.
+    assert len(gaps) >= 5 and max(gaps) < 0.75 * elapsed, (max(gaps), elapsed)
 
 
 async def test_a_cancelled_call_stops_judging_after_the_chunk_in_progress() -> None:
