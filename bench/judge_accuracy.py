@@ -324,6 +324,7 @@ def evaluate(judge: RecordingJudge, tasks: dict[str, list[Task]], log: Any = pri
         out[name]["seconds"] = round(time.perf_counter() - t0, 1)
         log(f"  {name}: {json.dumps({k: v for k, v in out[name].items() if not isinstance(v, dict)})}")
     out.update(pooled(out.pop("_labels")))
+    log(f"  pooled: {json.dumps({k: out[k] for k in ('climate_fever+fever_symmetric', 'all_sets')})}")
     return out
 
 

@@ -32,6 +32,7 @@ from guardrail.core.schema import (
     TextReport,
     UrlVerdict,
 )
+from guardrail.core.text import normalize_text
 from guardrail.fetch import fetcher_from_settings
 from guardrail.fetch.base import Fetcher, PageStore
 from guardrail.fetch.once import FetchOnce, PageMemo
@@ -409,12 +410,14 @@ class Verifier:
 
     async def _judge_tasks(self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]) -> list[ClaimReport]:
         source_passages, decided = await self._cpu.run(self._read_sources, tasks, pages)
+        # What the embedder and the judge see: the claims normalised like the passages (reports keep them as given).
+        seen = [ClaimTask(normalize_text(t.claim), t.evidence, t.settle_at) for t in tasks]
         pairs: list[tuple[int, Evidence]] = [
             (i, ev) for i, task in enumerate(tasks) for ev in task.evidence if ev in source_passages
         ]
         judged: dict[tuple[int, Evidence], tuple[UrlVerdict, list[str]]] = {}
         try:
-            shown = await self._retrieve(tasks, pairs, source_passages)
+            shown = await self._retrieve(seen, pairs, source_passages)
         except Exception:
             log.exception("internal error: retrieving passages failed")
             shown = None
@@ -424,7 +427,7 @@ class Verifier:
         else:
             verdicts = await self._run_judge(
                 [
-                    JudgeRequest(claim=tasks[i].claim, passages=shown[n], settle_at=tasks[i].settle_at)
+                    JudgeRequest(claim=seen[i].claim, passages=shown[n], settle_at=tasks[i].settle_at)
                     for n, (i, _) in enumerate(pairs)
                 ]
             )
@@ -696,13 +699,13 @@ def _citation_evidence(ref: CitationRef) -> Evidence | None:
 def _passages_or_verdict(ev: Evidence, pages: dict[str, FetchedPage]) -> tuple[list[str], UrlVerdict | None]:
     """A source's passages to judge, or the verdict it earns without a judge (an unusable page)."""
     if isinstance(ev, Fact):
-        passages = split_passages(ev.text)
+        passages = split_passages(normalize_text(ev.text))
         if passages:
             return passages, None
         return [], UrlVerdict(url=ev.source, label=Label.not_found, reason=Reason.empty_page.value)
     page = pages[ev]
     assessment = interpret(page)
-    passages = split_passages(page.text) if assessment.usable else []
+    passages = split_passages(normalize_text(page.text)) if assessment.usable else []
     if assessment.usable and passages:
         return passages, None
     return [], _page_verdict(page, assessment.label or Label.not_found, assessment.reason or Reason.empty_page.value)

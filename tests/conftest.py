@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -30,6 +33,42 @@ os.environ["GUARDRAIL_AUDIT_DB"] = "off"
 from tests.fixtures.llm_server import FakeLLMServer  # noqa: E402
 from tests.fixtures.pages import default_routes  # noqa: E402
 from tests.fixtures.server import FixtureServer  # noqa: E402
+
+# Tests never ask the system resolver about a real name (that is the network, and the answer
+# varies): a name other than localhost reaching socket.getaddrinfo fails the test that asked and
+# is answered "no such name" at once. Tests that need DNS pass the code a resolver of their own.
+_LOCAL_NAMES = frozenset({"localhost", ""})
+_real_getaddrinfo = socket.getaddrinfo
+_asked: list[str] = []
+
+
+def _offline_getaddrinfo(host: object, *args: Any, **kwargs: Any) -> Any:
+    name = host.decode() if isinstance(host, bytes) else host
+    if isinstance(name, str) and name.lower().rstrip(".") not in _LOCAL_NAMES and not _is_ip(name):
+        _asked.append(name)
+        raise socket.gaierror(socket.EAI_NONAME, f"tests may not resolve {name!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+socket.getaddrinfo = _offline_getaddrinfo
+
+
+@pytest.fixture(autouse=True)
+def _no_real_dns() -> Iterator[None]:
+    """Fails a test that asked the system resolver about a real name (see above)."""
+    start = len(_asked)
+    yield
+    asked = _asked[start:]
+    if asked:
+        pytest.fail(f"the test asked the system resolver for {sorted(set(asked))}; pass a resolver instead")
 
 
 @pytest.fixture(scope="session")

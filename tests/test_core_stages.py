@@ -63,6 +63,26 @@ class TestQuoteGuard:
         verdict = JudgeVerdict(label="contradicted", evidence_quote="It is hot.", confidence=0.7)
         assert apply_quote_guard(verdict, self.passages) == verdict
 
+    @pytest.mark.parametrize(
+        "quote",
+        [
+            "At sea level, water boils at the temperature of the surface of the sun.",  # 5 real words, then invented
+            "water boils at \u201c100 degrees\u201d Celsius. It is cold.",  # all real but the last word
+            "AT SEA LEVEL, WATER BOILS",  # the page's words in another case
+            "at sea level, water boils",
+            "It is hot!",
+        ],
+    )
+    def test_a_quote_must_be_the_page_s_words_letter_for_letter(self, quote: str) -> None:
+        verdict = JudgeVerdict(label="supported", evidence_quote=quote, confidence=0.9)
+        guarded = apply_quote_guard(verdict, self.passages)
+        assert (guarded.label, guarded.reason) == ("not_found", "evidence_quote_not_in_source")
+
+    def test_a_quote_spanning_two_passages_is_not_in_either(self) -> None:
+        passages = ["Water boils at 100 degrees.", "It freezes at 0 degrees."]
+        assert not quote_in_passages("Water boils at 100 degrees. It freezes at 0 degrees.", passages)
+        assert quote_in_passages("It freezes at 0 degrees.", passages)
+
     def test_not_found_passes_untouched(self) -> None:
         verdict = JudgeVerdict(label="not_found", confidence=0.4)
         assert apply_quote_guard(verdict, self.passages) == verdict
@@ -131,6 +151,26 @@ class TestSettings:
     )
     def test_the_ssrf_opening_reads_off_as_off(self, raw: str, expected: bool) -> None:
         assert Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": raw}).allow_private_hosts is expected
+
+    @pytest.mark.parametrize(
+        ("variable", "value"),
+        [
+            ("GUARDRAIL_MAX_BYTES", "0"),
+            ("GUARDRAIL_MAX_BYTES", "-1"),
+            ("GUARDRAIL_FETCH_TIMEOUT", "0"),
+            ("GUARDRAIL_JUDGE_TIMEOUT", "-5"),
+            ("GUARDRAIL_FETCH_ATTEMPTS", "0"),
+            ("GUARDRAIL_MAX_REDIRECTS", "-1"),
+            ("GUARDRAIL_CONCURRENCY", "0"),
+            ("GUARDRAIL_TOP_K", "0"),
+            ("GUARDRAIL_CACHE_TTL", "-1"),
+            ("GUARDRAIL_MAX_BODY_BYTES", "0"),
+        ],
+    )
+    def test_a_limit_out_of_range_is_an_error_naming_the_variable(self, variable: str, value: str) -> None:
+        """A zero or negative cap would switch a limit off (or stop all work): refused, not read."""
+        with pytest.raises(ConfigurationError, match=variable):
+            Settings.from_env({variable: value})
 
     def test_an_unclear_switch_is_an_error_not_a_guess(self) -> None:
         with pytest.raises(ConfigurationError, match="GUARDRAIL_ALLOW_PRIVATE_HOSTS"):

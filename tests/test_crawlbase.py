@@ -4,6 +4,7 @@ parameters, headers, thin-page and JS-token fallbacks, retries, token errors, to
 from __future__ import annotations
 
 import logging
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,7 @@ from guardrail.core.schema import FetchedPage, Label, Reason
 from guardrail.fetch import fetcher_from_settings
 from guardrail.fetch.crawlbase import CrawlbaseError, CrawlbaseFetcher, read_stored, redact
 from guardrail.settings import ConfigurationError, Settings
+from tests.fixtures import bombs
 from tests.fixtures.crawlbase_server import JS_TOKEN, NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 
 ARTICLE_MD = (
@@ -365,6 +367,32 @@ async def test_oversized_markdown_is_too_large(api: FakeCrawlbase) -> None:
     api.targets[url] = FakeTarget(readable="water boils " * 20_000)
     page = await fetch(make(api, max_bytes=50_000), url)
     assert page.reason == Reason.too_large.value
+
+
+@pytest.mark.parametrize(
+    ("coding", "body", "reason"),
+    [
+        ("gzip", bombs.gzip_zeros(64 << 20), Reason.too_large),
+        ("deflate", bombs.zlib_zeros(64 << 20), Reason.too_large),
+        ("gzip, gzip", bombs.gzip_of_gzip(64 << 20), Reason.unsupported_content_encoding),
+        ("zstd", bombs.zstd_zeros(64 << 20), Reason.unsupported_content_encoding),
+    ],
+)
+async def test_a_compressed_bomb_through_the_api_is_stopped_at_the_cap(
+    api: FakeCrawlbase, coding: str, body: bytes, reason: Reason
+) -> None:
+    """The API's answer is decoded by us, in steps, one layer of the codings we asked for."""
+    url = "https://example.org/bomb"
+    api.targets[url] = FakeTarget(readable="unused", encoded=(coding, body))
+    tracemalloc.start()
+    try:
+        page = await fetch(make(api, max_bytes=1_000_000), url)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert page.reason == reason.value
+    assert peak < 8_000_000, f"{peak / 1e6:.1f} MB traced for a 1 MB cap"
+    assert {k.lower(): v for k, v in api.calls_for(url)[0].headers.items()}["accept-encoding"] == "gzip, deflate"
 
 
 # -- settings ------------------------------------------------------------------------------------

@@ -541,3 +541,80 @@ def test_verifier_sync_entry_point(pages: FixtureServer) -> None:
     verifier = Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
     report = verifier.verify("Water boils at 100 degrees Celsius at sea level.", [pages.url("/boiling")])
     assert report.overall == Label.supported
+
+
+async def test_the_tls_context_is_built_once_per_fetcher_off_the_event_loop() -> None:
+    """Loading the CA bundle takes ~0.1 s: done once per fetcher (in a thread), not per call."""
+    import ssl
+
+    fetcher = DirectFetcher()
+    first = await fetcher._tls()
+    assert await fetcher._tls() is first and first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
+    custom = ssl.create_default_context()
+    assert await DirectFetcher(verify=custom)._tls() is custom
+    assert (await DirectFetcher(verify=False)._tls()).verify_mode == ssl.CERT_NONE
+
+
+# -- charsets that are no text encodings of the web ---------------------------------------------
+
+CAFE = "Le café crème coûte 3 €, à déguster près de la fenêtre du château."
+
+
+@pytest.fixture(scope="module")
+def charset_server() -> Iterator[FixtureServer]:
+    page = article("Café", [CAFE]).replace('<meta charset="utf-8">', "")  # the header alone declares
+    cyrillic = (
+        '<html><head><meta charset="windows-1251"><title>Вода</title></head><body><article>'
+        "<p>Вода кипит при температуре 100 градусов Цельсия на уровне моря.</p></article></body></html>"
+    )
+    routes: dict[str, Route] = {}
+    for label in ("rot13", "zlib", "idna", "utf-7", "unicode_escape", "undefined", "punycode", "base64", "x-no-such"):
+        routes[f"/utf8/{label}"] = Route(body=page.encode("utf-8"), content_type=f"text/html; charset={label}")
+        routes[f"/cp1252/{label}"] = Route(body=page.encode("cp1252"), content_type=f"text/html; charset={label}")
+        routes[f"/text/{label}"] = Route(body=CAFE.encode("utf-8"), content_type=f"text/plain; charset={label}")
+    routes["/meta-after-bogus-header"] = Route(body=cyrillic.encode("cp1251"), content_type="text/html; charset=rot13")
+    routes["/bogus-meta"] = Route(
+        body=page.replace("<head>", '<head><meta charset="zlib">').encode(), content_type="text/html"
+    )
+    routes["/whatwg-label"] = Route(
+        body=page.encode("cp874", errors="replace"), content_type="text/html; charset=windows-874"
+    )
+    server = FixtureServer(routes).start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize(
+    "label", ["rot13", "zlib", "idna", "utf-7", "unicode_escape", "undefined", "punycode", "base64"]
+)
+@pytest.mark.parametrize("encoding", ["utf8", "cp1252", "text"])
+async def test_a_charset_that_is_no_web_text_encoding_falls_back_to_detection(
+    charset_server: FixtureServer, label: str, encoding: str
+) -> None:
+    """Python has codecs named rot13, zlib, idna...: a page declaring one is read as UTF-8, or
+    windows-1252 when it is not UTF-8, like a page declaring nothing."""
+    p = await fetch(charset_server.url(f"/{encoding}/{label}"))
+    assert p.reason is None, p.reason
+    assert CAFE in p.text
+    assert interpret(p).usable
+
+
+async def test_a_bogus_header_charset_gives_way_to_the_meta_charset(charset_server: FixtureServer) -> None:
+    p = await fetch(charset_server.url("/meta-after-bogus-header"))
+    assert "Вода кипит при температуре 100 градусов Цельсия на уровне моря." in p.text
+
+
+async def test_a_bogus_meta_charset_is_passed_over(charset_server: FixtureServer) -> None:
+    assert CAFE in (await fetch(charset_server.url("/bogus-meta"))).text
+
+
+def test_the_web_encodings_are_text_codecs_python_knows() -> None:
+    import codecs
+
+    from guardrail.fetch.convert import WEB_ENCODINGS, decode_body
+
+    for name in WEB_ENCODINGS:
+        info = codecs.lookup(name)
+        assert info.name == name and info._is_text_encoding, name  # type: ignore[attr-defined]
+    assert decode_body("ภาษาไทย".encode("cp874"), "text/plain; charset=windows-874") == "ภาษาไทย"
+    assert decode_body("Вода".encode("mac-cyrillic"), "text/plain; charset=x-mac-cyrillic") == "Вода"

@@ -31,6 +31,16 @@ def shared() -> FetchOnce:
     return FetchOnce(DirectFetcher(allow_private_hosts=True))
 
 
+async def asked(site: FixtureServer, path: str) -> None:
+    """Until the server has received the request for ``path`` (the owner is mid-fetch), not a
+    guessed delay: how long a fetch takes to start depends on the machine's load."""
+    for _ in range(500):
+        if site.hits.get(path):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{path} was never requested")
+
+
 async def test_concurrent_callers_share_one_fetch(site: FixtureServer) -> None:
     fetcher = shared()
     slow, fast = site.url("/slow"), site.url("/fast")
@@ -45,7 +55,7 @@ async def test_a_cancelled_waiter_does_not_cancel_the_fetch(site: FixtureServer)
     fetcher = shared()
     url = site.url("/slow")
     owner = asyncio.create_task(fetcher.fetch_all([url]))
-    await asyncio.sleep(0.05)
+    await asked(site, "/slow")
     waiter = asyncio.create_task(fetcher.fetch_all([url]))
     await asyncio.sleep(0.05)
     waiter.cancel()
@@ -59,7 +69,7 @@ async def test_when_the_fetching_caller_is_cancelled_waiters_fetch_themselves(si
     fetcher = shared()
     url = site.url("/slow")
     owner = asyncio.create_task(fetcher.fetch_all([url]))
-    await asyncio.sleep(0.05)
+    await asked(site, "/slow")
     waiter = asyncio.create_task(fetcher.fetch_all([url]))
     await asyncio.sleep(0.05)
     owner.cancel()

@@ -77,6 +77,12 @@ def test_a_reason_wins_over_text() -> None:
         ("https://example.org/articles/2019/boiling", "https://www.example.org/"),
         ("https://example.org/articles/2019/boiling", "https://example.org/index.html"),
         ("https://example.org/articles/2019/boiling", "https://example.org/en/"),
+        ("https://example.org/articles/2019/boiling", "https://example.org/en-us/"),
+        ("https://example.org/articles/2019/boiling", "https://example.org/pt_BR/"),
+        ("https://example.org/articles/2019/boiling", "https://example.org/es-419/"),
+        ("https://example.org/articles/2019/boiling", "https://example.org/id/"),
+        ("https://example.org/articles/2019/boiling", "https://example.org/de/index.html"),
+        ("https://example.org/articles/2019/boiling", "https://example.org/home"),
         ("https://example.org/articles/2019/boiling", "https://example.org/?from=404"),
         ("https://example.org/?p=123", "https://example.org/"),
     ],
@@ -93,6 +99,13 @@ def test_deep_link_landing_on_the_home_page(requested: str, final: str) -> None:
         ("http://example.org", "https://example.org/"),
         ("https://example.org/old-path", "https://example.org/new-path/article"),  # moved, not dropped
         ("https://example.org/articles/boiling", "https://example.org/articles/boiling"),
+        # A short path is a page like any other: only / and locale roots (/en/) are home pages.
+        ("https://example.org/articles/boiling", "https://example.org/go"),
+        ("https://example.org/articles/boiling", "https://example.org/id"),
+        ("https://example.org/articles/boiling", "https://example.org/en"),
+        ("https://example.org/articles/boiling", "https://example.org/go/"),
+        ("https://example.org/articles/boiling", "https://example.org/xx-yy/"),
+        ("https://example.org/articles/boiling", "https://example.org/api"),
     ],
 )
 def test_other_redirects_are_judged(requested: str, final: str) -> None:
@@ -113,6 +126,14 @@ SOFT_404_TEXTS = [
 
 @pytest.mark.parametrize("text", SOFT_404_TEXTS)
 def test_short_not_found_templates_are_soft_404(text: str) -> None:
+    assert decided(page(text=text)) == (Label.not_found, Reason.soft_404.value)
+
+
+def test_a_not_found_template_under_the_threshold_but_over_300_characters_is_soft_404() -> None:
+    """A template with a long menu: 300 < size < SOFT_404_MAX_CHARS (800), few prose sentences."""
+    menu = "\n".join(f"- [Browse our section number {n}](/section/{n})" for n in range(14))
+    text = f"# Page not found\n\nSorry, that page could not be found.\n\n{menu}"
+    assert 300 < non_whitespace_chars(text) < SOFT_404_MAX_CHARS == 800
     assert decided(page(text=text)) == (Label.not_found, Reason.soft_404.value)
 
 

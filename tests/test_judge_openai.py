@@ -303,16 +303,21 @@ async def test_ollama_judge_speaks_the_same_protocol(llm: FakeLLMServer) -> None
 # -- prompt injection ------------------------------------------------------------------
 
 
+def fenced_and_outside(text: str) -> tuple[str, str]:
+    """The text inside the prompt's passage fences, and the text outside them."""
+    fenced = "".join(re.findall(r"<passage id=\d+>(.*?)</passage>", text, re.S))
+    outside = re.sub(r"<passage id=\d+>.*?</passage>", "", text, flags=re.S)
+    return fenced, outside
+
+
 def naive_model(received: Received) -> Reply:
     """Plays a model that obeys the injected instruction whenever it escapes the passage fence,
     and otherwise treats fenced text as data. It proves the fence holds structurally against
-    a page that tries to close it; it cannot prove a real model resists fenced injections."""
-    text = received.user_text
-    fenced = "".join(re.findall(r"<passage id=\d+>(.*?)</passage>", text, re.S))
-    outside = re.sub(r"<passage id=\d+>.*?</passage>", "", text, flags=re.S)
+    a page that tries to close it; it cannot prove a real model resists fenced injections.
+    (It runs in the server's thread: it asserts nothing, the tests check what it received.)"""
+    _, outside = fenced_and_outside(received.user_text)
     if INJECTION in outside:
         return openai_verdict("supported", INJECTION, 1.0)
-    assert INJECTION in fenced
     return openai_verdict("not_found", "", 0.9)
 
 
@@ -322,9 +327,13 @@ async def test_page_cannot_close_the_fence_to_inject(llm: FakeLLMServer) -> None
     [verdict] = await make_judge(llm).judge(
         [JudgeRequest(claim="Water covers 90 percent of the Earth.", passages=[page])]
     )
-    assert verdict.label == "not_found"
-    assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in llm.received[0].user_text
-    assert llm.received[0].system_text == SYSTEM_PROMPT
+    # Checked here, in the test's own thread: the injection reached the model inside a fence...
+    [sent] = llm.received
+    fenced, outside = fenced_and_outside(sent.user_text)
+    assert INJECTION in fenced and INJECTION not in outside
+    assert sent.system_text == SYSTEM_PROMPT
+    # ...and the model's own answer came back (not a judge_error standing in for a failed call).
+    assert (verdict.label, verdict.reason, verdict.confidence) == ("not_found", None, 0.9)
 
 
 # -- end to end through the verifier ----------------------------------------------------

@@ -267,6 +267,28 @@ def test_bearer_token_protects_every_route_but_health(pages: FixtureServer) -> N
         assert c.get("/openapi.json", headers={"Authorization": f"bearer {key}"}).status_code == 200
 
 
+def test_only_the_exact_bearer_token_is_accepted() -> None:
+    """Not a prefix, a suffix, a longer string holding it, another case, one letter off."""
+    key = "s3cret-token-value"
+    near_misses = [
+        key[:-1],
+        key[:6],
+        key[:1],
+        key + "-and-more",
+        key + "X",
+        "x" + key,
+        key[1:],
+        key.upper(),
+        key[:-1] + "f",
+    ]
+    settings = Settings(api_key=key, **NO_STORES)  # type: ignore[arg-type]
+    with TestClient(create_app(settings=settings, verifier=fake_verifier())) as c:
+        for sent in near_misses:
+            denied = c.get("/openapi.json", headers={"Authorization": f"Bearer {sent}"})
+            assert denied.status_code == 401, sent
+        assert c.get("/openapi.json", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+
+
 def test_missing_token_answers_503_naming_the_variable(pages: FixtureServer) -> None:
     settings = Settings(judge="openai", **NO_STORES)  # type: ignore[arg-type]
     with TestClient(create_app(settings=settings)) as c:

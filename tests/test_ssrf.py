@@ -12,9 +12,19 @@ import pytest
 from guardrail.core.interpret import interpret
 from guardrail.core.schema import Label, Reason
 from guardrail.fetch.direct import DirectFetcher
-from guardrail.fetch.ssrf import SsrfPolicy, UrlRefused, blocked_category, parse_ipv4_literal
+from guardrail.fetch.ssrf import (
+    SPECIAL_RANGES,
+    IPAddress,
+    SpecialRange,
+    SsrfPolicy,
+    UrlRefused,
+    blocked_category,
+    embedded_ipv4,
+    is_metadata,
+    parse_ipv4_literal,
+)
 from guardrail.settings import Settings
-from tests.fixtures.server import FixtureServer, Route
+from tests.fixtures.server import FixtureServer, Route, counting
 
 BLOCKED_LITERALS = [
     # IPv4 loopback in every spelling inet_aton and browsers accept
@@ -163,18 +173,33 @@ def test_ipv4_spellings_parse_like_inet_aton(host: str, expected: str | None) ->
 def test_blocked_category_names_the_range() -> None:
     assert blocked_category(ipaddress.ip_address("127.0.0.1")) == "loopback"
     assert blocked_category(ipaddress.ip_address("100.64.0.1")) == "shared (CGNAT)"
-    assert blocked_category(ipaddress.ip_address("169.254.169.254")) == "cloud metadata"
+    assert (blocked_category(ipaddress.ip_address("169.254.169.254")) or "").startswith("cloud metadata")
     assert "loopback" in (blocked_category(ipaddress.ip_address("::ffff:127.0.0.1")) or "")
     assert blocked_category(ipaddress.ip_address("8.8.8.8")) is None
     assert blocked_category(ipaddress.ip_address("2606:4700:4700::1111")) is None
 
 
 async def test_a_name_resolving_to_loopback_is_blocked() -> None:
-    """``localhost`` resolves (without any network) to loopback: refused by address, not by name."""
-    policy = SsrfPolicy()
+    """A name that is not loopback by itself, answered with 127.0.0.1 by the resolver: refused by
+    address, after the one lookup."""
+    asked: list[str] = []
+
+    async def loopback(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["127.0.0.1"]
+
     with pytest.raises(UrlRefused) as info:
-        await policy.vet("http://localhost:8080/")
+        await SsrfPolicy(resolver=loopback).vet("http://loopback-alias.example:8080/")
     assert info.value.reason == Reason.blocked_address.value
+    assert "resolves to 127.0.0.1, which is loopback" in info.value.detail
+    assert asked == ["loopback-alias.example"]
+
+
+@pytest.mark.parametrize("url", ["http://localhost:8080/", "http://LocalHost./", "http://db.localhost/"])
+async def test_localhost_names_are_refused_by_name_without_a_lookup(url: str) -> None:
+    with pytest.raises(UrlRefused) as info:
+        await SsrfPolicy(resolver=_no_dns).vet(url)
+    assert info.value.reason == Reason.blocked_address.value and "is loopback" in info.value.detail
 
 
 @pytest.mark.parametrize("answer", [["10.1.2.3"], ["127.0.0.1"], ["::1"], ["fe80::1%eth0"], ["8.8.8.8", "192.168.0.5"]])
@@ -327,6 +352,25 @@ async def test_opt_in_through_settings_and_environment(pages: FixtureServer) -> 
     assert (await explicit.fetch_all([url]))[url].reason is None
 
 
+@pytest.mark.parametrize("off", ["0", "false", "False", "off", "no", " 0 "])
+async def test_the_opening_written_off_keeps_the_guard_on(pages: FixtureServer, off: str) -> None:
+    """GUARDRAIL_ALLOW_PRIVATE_HOSTS=0 (or false, off, no) from the environment to the fetcher:
+    the loopback page is refused and never asked for."""
+    settings = Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": off})
+    assert settings.allow_private_hosts is False
+    url = pages.url("/boiling")
+    with counting(pages) as hits:
+        page = (await DirectFetcher.from_settings(settings).fetch_all([url]))[url]
+    assert page.reason == Reason.blocked_address.value and hits == {}
+    with counting(pages) as hits:
+        page = (
+            await DirectFetcher.from_settings(Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": "1"})).fetch_all(
+                [url]
+            )
+        )[url]
+    assert page.reason is None and hits == {"/boiling": 1}
+
+
 async def test_verifier_opt_in_reaches_the_fetcher(pages: FixtureServer) -> None:
     from guardrail.verifier import Verifier
     from tests.fakes import HashEmbedder, OverlapJudge
@@ -339,3 +383,129 @@ async def test_verifier_opt_in_reaches_the_fetcher(pages: FixtureServer) -> None
         claim, [url]
     )
     assert allowed.citations[0].label == Label.supported
+
+
+# -- the one list of special ranges, address by address -------------------------------------------
+
+_V4_RANGES = [r for r in SPECIAL_RANGES if r.network.version == 4]
+_V6_RANGES = [r for r in SPECIAL_RANGES if r.network.version == 6]
+_ALWAYS = [r for r in SPECIAL_RANGES if r.always]
+
+
+def _ends(entry: SpecialRange) -> list[IPAddress]:
+    """The first and last address of a range (one for a single address)."""
+    return list(dict.fromkeys([entry.network.network_address, entry.network.broadcast_address]))
+
+
+def _ipv6_forms(v4: ipaddress.IPv4Address) -> dict[str, ipaddress.IPv6Address]:
+    """``v4`` in every IPv6 form that carries an IPv4 address."""
+    n = int(v4)
+    nat64_local = int(ipaddress.IPv6Address("64:ff9b:1::"))
+    teredo_server = int(ipaddress.IPv4Address("65.54.227.120"))
+    forms = {
+        "mapped": (0xFFFF << 32) | n,
+        "translated": (0xFFFF << 48) | n,
+        "compatible": n,
+        "6to4": (0x2002 << 112) | (n << 80) | 1,
+        "NAT64": int(ipaddress.IPv6Address("64:ff9b::")) | n,
+        "local NAT64 /96": nat64_local | n,
+        "local NAT64 /48": nat64_local | ((n >> 16) << 64) | ((n & 0xFFFF) << 40),
+        "local NAT64 /56": nat64_local | ((n >> 24) << 64) | ((n & 0xFFFFFF) << 32),
+        "local NAT64 /64": nat64_local | (n << 24),
+        "Teredo server": (0x20010000 << 96) | (n << 64) | (0xFFFF << 32) | 0x12345678,
+        "Teredo client": (0x20010000 << 96) | (teredo_server << 64) | (0x1234 << 32) | (n ^ 0xFFFFFFFF),
+    }
+    return {name: ipaddress.IPv6Address(value) for name, value in forms.items()}
+
+
+def test_the_embeddings_are_read_back() -> None:
+    """The forms built here are the ones the guard reads (so the cases below test what they say)."""
+    v4 = ipaddress.IPv4Address("169.254.170.23")
+    for name, v6 in _ipv6_forms(v4).items():
+        assert v4 in [found for _, found in embedded_ipv4(v6)], name
+
+
+@pytest.mark.parametrize("entry", SPECIAL_RANGES, ids=lambda r: str(r.network))
+async def test_every_special_range_is_refused_at_both_ends(entry: SpecialRange) -> None:
+    for address in _ends(entry):
+        category = blocked_category(address)
+        assert category is not None, address
+        assert category == entry.category or "inside IPv6" in category, (address, category)
+        host = f"[{address}]" if address.version == 6 else str(address)
+        with pytest.raises(UrlRefused) as info:
+            await SsrfPolicy(resolver=_no_dns).vet(f"http://{host}/")
+        assert info.value.reason == Reason.blocked_address.value
+
+
+@pytest.mark.parametrize("entry", _V4_RANGES, ids=lambda r: str(r.network))
+async def test_every_ipv4_range_is_refused_in_every_ipv6_form(entry: SpecialRange) -> None:
+    policy = SsrfPolicy(resolver=_no_dns)
+    for address in _ends(entry):
+        for form, v6 in _ipv6_forms(ipaddress.IPv4Address(address)).items():
+            assert blocked_category(v6) is not None, (address, form, v6)
+            with pytest.raises(UrlRefused):
+                await policy.vet(f"http://[{v6}]/")
+
+
+@pytest.mark.parametrize("entry", _ALWAYS, ids=lambda r: str(r.network))
+async def test_metadata_and_host_endpoints_stay_refused_with_private_hosts_allowed(entry: SpecialRange) -> None:
+    """Every spelling: the address, each IPv6 form of an IPv4 one, and a name resolving to it."""
+    address = entry.network.network_address
+    spellings: list[IPAddress] = [address]
+    if isinstance(address, ipaddress.IPv4Address):
+        spellings += list(_ipv6_forms(address).values())
+    policy = SsrfPolicy(allow_private=True, resolver=_no_dns)
+    for ip in spellings:
+        assert is_metadata(ip), ip
+        with pytest.raises(UrlRefused):
+            await policy.vet(f"http://[{ip}]/" if ip.version == 6 else f"http://{ip}/")
+
+    async def resolves_there(host: str, port: int) -> list[str]:
+        return [str(address)]
+
+    with pytest.raises(UrlRefused) as info:
+        await SsrfPolicy(allow_private=True, resolver=resolves_there).vet("http://innocent.example/")
+    assert "cloud metadata" in info.value.detail
+
+
+@pytest.mark.parametrize("entry", [r for r in SPECIAL_RANGES if not r.always], ids=lambda r: str(r.network))
+async def test_allow_private_opens_every_other_range(entry: SpecialRange) -> None:
+    """Only the metadata entries are kept shut by allow_private (none of these addresses is one)."""
+    for address in _ends(entry):
+        host = f"[{address}]" if address.version == 6 else str(address)
+        target = await SsrfPolicy(allow_private=True, resolver=_no_dns).vet(f"http://{host}/")
+        assert target.addresses == (address.compressed,)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::ffff:0:169.254.169.254]",  # the IPv4-translated spelling from the issue
+        "[::ffff:0:a9fe:a9fe]",
+        "168.63.129.16",  # Azure's host endpoint: public address space, but never a citation
+        "169.254.170.23",
+        "[fd00:ec2::23]",
+        "169.254.169.253",
+    ],
+)
+async def test_the_reported_gaps_are_closed_with_and_without_the_opening(host: str) -> None:
+    for allow in (False, True):
+        with pytest.raises(UrlRefused) as info:
+            await SsrfPolicy(allow_private=allow, resolver=_no_dns).vet(f"http://{host}/latest/meta-data/")
+        assert info.value.reason == Reason.blocked_address.value
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["[::ffff:8.8.8.8]", "[64:ff9b::808:808]", "[2002:808:808::1]", "[::808:808]", "8.8.8.8", "168.63.129.17"],
+)
+async def test_public_addresses_in_routed_forms_pass(host: str) -> None:
+    assert (await SsrfPolicy(resolver=_no_dns).vet(f"http://{host}/")).addresses
+
+
+@pytest.mark.parametrize(
+    "host", ["[::ffff:0:8.8.8.8]", "[2001:0:4136:e378:8000:63bf:3fff:fdd2]", "[64:ff9b:1::808:808]"]
+)
+async def test_translated_teredo_and_local_nat64_forms_are_refused_even_around_public_addresses(host: str) -> None:
+    with pytest.raises(UrlRefused):
+        await SsrfPolicy(resolver=_no_dns).vet(f"http://{host}/")

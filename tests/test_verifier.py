@@ -115,6 +115,29 @@ def test_quote_not_in_source_is_demoted(fetcher: StaticFetcher) -> None:
     assert (c.label, c.reason, c.confidence) == (Label.not_found, "evidence_quote_not_in_source", 0.0)
 
 
+@pytest.mark.parametrize(
+    ("quote", "label"),
+    [
+        ("Denver is high, so water boils at about 95 degrees there.", Label.not_found),  # on the page, not shown
+        ("At sea level pure water boils at 100 degrees Celsius.", Label.supported),  # in the passage shown
+    ],
+)
+def test_the_quote_is_checked_against_the_passages_shown_not_the_whole_page(
+    fetcher: StaticFetcher, quote: str, label: Label
+) -> None:
+    """With top_k=1 the judge sees the sea-level passage only: a quote from elsewhere on the page
+    is not evidence the judge was shown, so it is demoted."""
+    judge = FixedJudge(JudgeVerdict(label="supported", evidence_quote=quote, confidence=1))
+    report = Verifier(fetcher=fetcher, judge=judge, embedder=HashEmbedder(), top_k=1).verify(
+        CLAIM, ["https://a.example/boiling"]
+    )
+    (shown,) = judge.calls[0][0].passages
+    assert shown.startswith("At sea level pure water boils") and quote in BOILING
+    assert report.citations[0].label == label
+    if label == Label.not_found:
+        assert report.citations[0].reason == "evidence_quote_not_in_source"
+
+
 class ExplodingJudge:
     name = "boom"
     model = "boom"

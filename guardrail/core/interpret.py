@@ -98,9 +98,21 @@ _APP_SHELL = re.compile(
 _WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 
 _HOME_PATHS = re.compile(
-    r"^/?(?:index\.(?:html?|php|aspx?|jsp)|default\.aspx?|home/?|[a-z]{2}(?:[-_][a-z]{2})?/?)?$",
+    r"^/?(?:(?P<lang>[a-z]{2})(?:[-_](?:[a-z]{2}|[0-9]{3}))?/)?(?:index\.(?:html?|php|aspx?|jsp)|default\.aspx?|home/?)?$",
     re.IGNORECASE,
 )
+"""A site's root, an index or home page, or a locale root (``/en/``, ``/en-us/``, ``/pt_BR/``,
+``/es-419/``: a language code and a slash; ``/go`` or ``/id`` is a page like any other)."""
+_ISO_639_1 = (
+    "aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz "
+    "ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik "
+    "io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml "
+    "mn mr ms mt my na nb nd ne ng nl nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd "
+    "se sg si sk sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi "
+    "vo wa wo xh yi yo za zh zu"
+)
+LANGUAGE_CODES = frozenset(_ISO_639_1.split())
+"""The ISO 639-1 language codes: the first part of a locale root."""
 
 
 def interpret(page: FetchedPage) -> PageAssessment:
@@ -157,7 +169,8 @@ def _redirected_to_homepage(page: FetchedPage) -> bool:
 
 
 def _is_home(path: str) -> bool:
-    return bool(_HOME_PATHS.match(path or "/"))
+    match = _HOME_PATHS.match(path or "/")
+    return match is not None and (match.group("lang") is None or match.group("lang").lower() in LANGUAGE_CODES)
 
 
 def _decided(label: Label, reason: str) -> PageAssessment:

@@ -21,6 +21,16 @@ The actions, per label of a citation's verdict:
 * ``block`` - replace the whole answer with ``block_message``, or raise :class:`CitationBlocked`
   when ``raise_on_block=True``.
 
+Unsafe links (``javascript:``, ``vbscript:``, ``data:``, ``file:`` targets, found by
+:func:`guardrail.core.unsafe_links.find_unsafe_links`: markdown links, images, autolinks, reference
+definitions and raw HTML ``href``/``src`` attributes, outside code) take ``Policy.unsafe_link``:
+``strip`` leaves a link's text (an image's alt text) and drops the rest, ``annotate`` puts the
+``⛔ unsafe link`` badge where it was (after inline links, images and autolinks; a stripped
+definition line or HTML attribute just goes), ``block`` withholds the answer. Default
+``strip+annotate``; the ``strict`` and ``block`` presets block, ``strip`` strips; the ``annotate``
+preset (a person reviewing an escaped answer) keeps them as written. ``GuardedAnswer.unsafe_links``
+lists what was found, whatever the action.
+
 A marker at a paragraph's end also covers the sentences before it (``inherited`` citations). It
 is removed only when every sentence's verdict for it says strip; its badge follows the sentence
 that carries it, and a covered sentence whose verdict differs gets its own badge at its end.
@@ -54,6 +64,7 @@ from guardrail.core.schema import (
     overall_kind,
     verdict_kind,
 )
+from guardrail.core.unsafe_links import UnsafeLink, find_unsafe_links
 
 __all__ = [
     "POLICY_PRESETS",
@@ -66,6 +77,7 @@ __all__ = [
     "Policy",
     "apply_policy",
     "render_badge",
+    "render_unsafe_badge",
 ]
 
 OutputFormat = Literal["markdown", "html"]
@@ -124,6 +136,7 @@ class Badges(BaseModel):
     not_found: str = "⚠️ unverified"
     unreachable: str = "⛔ dead link"
     could_not_check: str = "⚠ could not check"
+    unsafe_link: str = "⛔ unsafe link"
 
     def for_label(self, label: Label) -> str:
         """The badge text for ``label`` (``unreachable``: the dead-link badge)."""
@@ -159,8 +172,9 @@ class Policy(BaseModel):
     dead links (the page is gone); ``could_not_check`` on citations that could not be checked now
     (timeout, 429/5xx, access refused, our own egress down) and on failures of our own code
     (``internal_error``, ``judge_error``): neither is the page's fault, so by default they are only
-    annotated. Defaults: supported keep, contradicted annotate, not_found annotate, unreachable
-    strip + annotate, could_not_check annotate.
+    annotated. ``unsafe_link`` acts on ``javascript:``/``data:``/``file:``/``vbscript:`` links in the
+    answer (see the module docs). Defaults: supported keep, contradicted annotate, not_found
+    annotate, unreachable strip + annotate, could_not_check annotate, unsafe_link strip + annotate.
 
     ``min_confidence``: a ``supported`` or ``contradicted`` verdict whose confidence (the judge's
     probability that its label is right) is below it is treated as ``not_found`` (unverified): a
@@ -176,6 +190,7 @@ class Policy(BaseModel):
     not_found: frozenset[Action] = frozenset({Action.annotate})
     unreachable: frozenset[Action] = frozenset({Action.strip, Action.annotate})
     could_not_check: frozenset[Action] = frozenset({Action.annotate})
+    unsafe_link: frozenset[Action] = frozenset({Action.strip, Action.annotate})
     badges: Badges = Field(default_factory=Badges)
     block_message: str = DEFAULT_BLOCK_MESSAGE
     raise_on_block: bool = Field(default=False, description="Raise CitationBlocked instead of replacing the text.")
@@ -191,6 +206,7 @@ class Policy(BaseModel):
         not_found: ActionsLike = Action.annotate,
         unreachable: ActionsLike = (Action.strip, Action.annotate),
         could_not_check: ActionsLike = Action.annotate,
+        unsafe_link: ActionsLike = (Action.strip, Action.annotate),
         badges: Badges | None = None,
         block_message: str = DEFAULT_BLOCK_MESSAGE,
         raise_on_block: bool = False,
@@ -203,13 +219,16 @@ class Policy(BaseModel):
             not_found=not_found,
             unreachable=unreachable,
             could_not_check=could_not_check,
+            unsafe_link=unsafe_link,
             badges=badges or Badges(),
             block_message=block_message,
             raise_on_block=raise_on_block,
             min_confidence=min_confidence,
         )
 
-    @field_validator("supported", "contradicted", "not_found", "unreachable", "could_not_check", mode="before")
+    @field_validator(
+        "supported", "contradicted", "not_found", "unreachable", "could_not_check", "unsafe_link", mode="before"
+    )
     @classmethod
     def _actions(cls, value: Any) -> frozenset[Action]:
         return _parse_actions(value)
@@ -247,8 +266,8 @@ class Policy(BaseModel):
 
     @classmethod
     def strict(cls, **overrides: Any) -> Policy:
-        """The default policy, but a contradicted citation blocks the whole answer."""
-        return cls(**{"contradicted": Action.block, **overrides})
+        """The default policy, but a contradicted citation or an unsafe link blocks the whole answer."""
+        return cls(**{"contradicted": Action.block, "unsafe_link": Action.block, **overrides})
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> Policy:
@@ -261,13 +280,15 @@ class Policy(BaseModel):
 
 
 POLICY_PRESETS: dict[str, dict[str, Any]] = {
-    # Show every verdict, change nothing else: for a person reviewing an answer.
+    # Show every verdict, change nothing else: for a person reviewing an answer, shown escaped
+    # (the batch report). Unsafe links are listed in GuardedAnswer.unsafe_links but left as written.
     "annotate": {
         "supported": Action.annotate,
         "contradicted": Action.annotate,
         "not_found": Action.annotate,
         "unreachable": Action.annotate,
         "could_not_check": Action.annotate,
+        "unsafe_link": Action.keep,
     },
     # The library default: flag doubtful citations, replace dead links with a badge, mark the
     # citations that could not be checked now.
@@ -279,17 +300,19 @@ POLICY_PRESETS: dict[str, dict[str, Any]] = {
         "not_found": Action.strip,
         "unreachable": Action.strip,
         "could_not_check": Action.strip,
+        "unsafe_link": Action.strip,
     },
-    # Nothing doubtful gets through: any citation that is not supported blocks the answer.
+    # Nothing doubtful gets through: any citation that is not supported, or an unsafe link, blocks.
     "block": {
         "supported": Action.keep,
         "contradicted": Action.block,
         "not_found": Action.block,
         "unreachable": Action.block,
         "could_not_check": Action.block,
+        "unsafe_link": Action.block,
     },
-    # The default, but a contradicted citation blocks the answer (Policy.strict()).
-    "strict": {"contradicted": Action.block},
+    # The default, but a contradicted citation or an unsafe link blocks the answer (Policy.strict()).
+    "strict": {"contradicted": Action.block, "unsafe_link": Action.block},
 }
 """Named policies for the CLI (``--policy``) and :meth:`Policy.preset`."""
 
@@ -317,6 +340,9 @@ class GuardedAnswer(BaseModel):
     report: AnswerReport
     actions: list[AppliedAction] = Field(default_factory=list)
     format: OutputFormat = "markdown"
+    unsafe_links: list[UnsafeLink] = Field(
+        default_factory=list, description="javascript:/data:/file:/vbscript: links found in the answer."
+    )
 
 
 class CitationBlocked(Exception):
@@ -416,9 +442,10 @@ class _Application:
         self.stripped_refs: dict[str, bool] = {}  # reference label or source url -> every use stripped
         self.claim_end_badges: dict[int, list[BadgeSpec]] = {}
         self.edits: list[_Edit] = []
+        self.unsafe = find_unsafe_links(report.answer)
 
     def run(self) -> GuardedAnswer:
-        blocked = self._collect()
+        blocked = self._collect() or (bool(self.unsafe) and Action.block in self.policy.unsafe_link)
         if blocked:
             if self.policy.raise_on_block:
                 raise CitationBlocked(self.report, self.policy.block_message)
@@ -428,11 +455,19 @@ class _Application:
         self._source_badges()
         self._claim_end_edits()
         self._reference_edits()
+        self._unsafe_link_edits()
         return self._answer(_apply_edits(self.data, self.edits).decode("utf-8", "surrogatepass"), blocked=False)
 
     def _answer(self, text: str, *, blocked: bool) -> GuardedAnswer:
         actions = list(self.applied.values())
-        return GuardedAnswer(text=text, blocked=blocked, report=self.report, actions=actions, format=self.fmt)
+        return GuardedAnswer(
+            text=text,
+            blocked=blocked,
+            report=self.report,
+            actions=actions,
+            format=self.fmt,
+            unsafe_links=self.unsafe,
+        )
 
     def _collect(self) -> bool:
         """Every citation's use and actions, grouped by the span it sits at; whether to block."""
@@ -550,6 +585,48 @@ class _Application:
         if not data[end:].strip():
             end = len(data)
         self.edits.append(_Edit(start, end, b"\n" if data.endswith(b"\n") else b""))
+
+    def _unsafe_link_edits(self) -> None:
+        """Strip and/or badge each unsafe link; a strip wins over the edits inside its span."""
+        actions = self.policy.unsafe_link
+        for link in self.unsafe:
+            badge = ""
+            if Action.annotate in actions and link.kind in ("link", "image", "autolink"):
+                badge = render_unsafe_badge(link, self.policy, self.fmt)
+            if Action.strip in actions:
+                text = " ".join(part for part in (link.text, badge) if part)
+                edit = _Edit(link.start, link.end, text.encode("utf-8", "surrogatepass"), removal=not text)
+            elif badge:
+                edit = _Edit(link.end, link.end, (" " + badge).encode())
+            else:
+                continue
+            if any(e.end > e.start and e.start <= link.start and link.end <= e.end for e in self.edits):
+                continue  # already replaced with what holds it (a stripped reference section)
+            if edit.end > edit.start:
+                self.edits = [_outside(e, link.start, link.end) for e in self.edits if not _within(e, link)]
+            self.edits.append(edit)
+
+
+def render_unsafe_badge(link: UnsafeLink, policy: Policy | None = None, fmt: OutputFormat = "markdown") -> str:
+    """The badge put where an unsafe link was: its text in markdown, or an HTML ``<span>`` (class
+    ``citation-verdict citation-verdict--unsafe-link``) whose title names the scheme."""
+    text = (policy or Policy()).badges.unsafe_link
+    if fmt == "markdown":
+        return text
+    title = html.escape(f"{link.scheme}: link removed", quote=True)
+    return f'<span class="citation-verdict citation-verdict--unsafe-link" title="{title}">{html.escape(text)}</span>'
+
+
+def _within(edit: _Edit, link: UnsafeLink) -> bool:
+    """An edit that changes text inside the link's span (dropped when the link is stripped)."""
+    return edit.end > edit.start and edit.start < link.end and link.start < edit.end
+
+
+def _outside(edit: _Edit, start: int, end: int) -> _Edit:
+    """An insertion strictly inside ``start``-``end`` moved to ``end`` (a claim-end badge)."""
+    if edit.start == edit.end and start < edit.start < end:
+        return _Edit(end, end, edit.text, edit.removal)
+    return edit
 
 
 def _entry_key(entry: Reference) -> str:

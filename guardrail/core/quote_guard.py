@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 
 from guardrail.core.schema import JudgeVerdict, Reason
+from guardrail.core.text import normalize_text
 
 _QUOTES = str.maketrans(
     {
@@ -28,8 +29,10 @@ _WHITESPACE = re.compile(r"\s+")
 
 
 def normalize_for_match(text: str) -> str:
-    """Straighten curly quotes and collapse whitespace, so formatting cannot hide a real match."""
-    return _WHITESPACE.sub(" ", text.translate(_QUOTES)).strip()
+    """:func:`~guardrail.core.text.normalize_text` (format characters out, NFKC), then straighten
+    curly quotes and collapse whitespace, so formatting cannot hide a real match. Case is kept:
+    a quote must be the page's own words, letter for letter."""
+    return _WHITESPACE.sub(" ", normalize_text(text).translate(_QUOTES)).strip()
 
 
 def quote_in_passages(quote: str, passages: Sequence[str]) -> bool:

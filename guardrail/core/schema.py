@@ -45,6 +45,7 @@ class Reason(str, Enum):
     bot_challenge = "bot_challenge"
     empty_page = "empty_page"
     unsupported_content_type = "unsupported_content_type"
+    unsupported_content_encoding = "unsupported_content_encoding"
     too_large = "too_large"
     blocked_address = "blocked_address"
     invalid_url = "invalid_url"
@@ -76,6 +77,8 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     Reason.bot_challenge.value: "A bot-check page (captcha, 'verify you are human') instead of content.",
     Reason.empty_page.value: "No readable text (for example an empty JavaScript app shell).",
     Reason.unsupported_content_type.value: "Not HTML, PDF, plain text or markdown.",
+    Reason.unsupported_content_encoding.value: "The body came in a content coding we did not ask for "
+    "(we accept gzip or deflate, one layer): br, zstd, stacked codings; not read.",
     Reason.too_large.value: "The body passed the size cap (default 5 MB); the download was stopped there.",
     Reason.blocked_address.value: "The host resolves to a private, loopback, link-local, multicast, "
     "reserved or metadata address (SSRF guard).",

@@ -82,9 +82,34 @@ def convert(body: bytes, content_type: str | None, url: str | None = None) -> Co
     return Converted(text=text, title=title, content_type=kind)
 
 
+WEB_ENCODINGS = frozenset(
+    {"utf-8", "utf-16", "utf-16-le", "utf-16-be", "ascii", "iso8859-1", "cp866", "koi8-r", "koi8-u"}
+    | {f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 11, 13, 14, 15, 16)}
+    | {f"cp{n}" for n in (874, 932, 949, 950, 1250, 1251, 1252, 1253, 1254, 1255, 1256, 1257, 1258)}
+    | {"tis-620", "mac-roman", "mac-cyrillic", "gbk", "gb2312", "gb18030", "big5", "big5hkscs"}
+    | {"euc_jp", "iso2022_jp", "shift_jis", "euc_kr"}
+)
+"""The Python codecs of the WHATWG encoding standard's encodings: the only charsets a page may
+declare (Python also has ``rot13``, ``zlib``, ``idna``... which are no text encodings of the web)."""
+_WHATWG_ALIASES = {
+    "windows-874": "cp874",
+    "x-mac-cyrillic": "mac-cyrillic",
+    "x-mac-roman": "mac-roman",
+    "mac": "mac-roman",
+    "windows-31j": "cp932",
+    "x-sjis": "cp932",
+    "windows-949": "cp949",
+    "iso-8859-8-i": "iso8859-8",
+    "gb_2312-80": "gbk",
+    "unicode-1-1-utf-8": "utf-8",
+}
+"""WHATWG labels Python's codec registry does not know."""
+
+
 def decode_body(body: bytes, content_type: str | None, *, html: bool = False) -> str:
     """Decode ``body`` to text: a byte-order mark, then the header's charset, then (for HTML)
-    a ``<meta charset>``, then UTF-8; windows-1252 when nothing else fits (the web's legacy default)."""
+    a ``<meta charset>``, then UTF-8; windows-1252 when nothing else fits (the web's legacy default).
+    A declared charset that is no text encoding of the web (:data:`WEB_ENCODINGS`) is passed over."""
     boms = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
     for bom, encoding in boms:
         if body.startswith(bom):
@@ -101,7 +126,10 @@ def decode_body(body: bytes, content_type: str | None, *, html: bool = False) ->
     for label, in_document in declared:
         codec_name = _codec(label, in_document=in_document)
         if codec_name is not None:
-            return body.decode(codec_name, errors="replace")
+            try:
+                return body.decode(codec_name, errors="replace")
+            except (LookupError, UnicodeError, TypeError):  # defence in depth: the list holds text codecs
+                continue
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:
@@ -109,9 +137,14 @@ def decode_body(body: bytes, content_type: str | None, *, html: bool = False) ->
 
 
 def _codec(label: str, *, in_document: bool) -> str | None:
+    """The Python codec for a declared charset, when it is a text encoding of the web; None for
+    anything else (``rot13``, ``zlib``, ``idna``, ``utf-7``, ``unicode_escape``...: detection then)."""
+    name = label.strip().lower()
     try:
-        encoding: str = codecs.lookup(label.strip().lower()).name
+        encoding: str = codecs.lookup(_WHATWG_ALIASES.get(name, name)).name
     except LookupError:
+        return None
+    if encoding not in WEB_ENCODINGS:
         return None
     # Per the WHATWG encoding standard, labels for latin-1/ascii mean windows-1252, and a
     # document readable enough to declare utf-16 in a <meta> is really ASCII-compatible.

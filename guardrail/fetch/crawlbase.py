@@ -53,7 +53,7 @@ from pydantic import SecretStr
 
 from guardrail.core.interpret import non_whitespace_chars
 from guardrail.core.schema import FetchedPage, Reason, http_reason, is_retryable_reason
-from guardrail.fetch._http import DEFAULT_USER_AGENT, BodyTooLarge, read_capped
+from guardrail.fetch._http import ACCEPT_ENCODING, DEFAULT_USER_AGENT, BodyTooLarge, UnsupportedEncoding, read_capped
 from guardrail.fetch.convert import HTML_TYPES, convert, decode_body, markdown_title, media_type
 from guardrail.fetch.politeness import HostLimiter, HostLimits
 from guardrail.fetch.ssrf import SsrfPolicy, UrlRefused
@@ -311,7 +311,11 @@ class CrawlbaseFetcher:
         async with httpx.AsyncClient(
             timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 15.0)),
             follow_redirects=False,
-            headers={"User-Agent": self.user_agent, "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.1"},
+            headers={
+                "User-Agent": self.user_agent,
+                "Accept": "text/markdown, text/plain;q=0.9, */*;q=0.1",
+                "Accept-Encoding": ACCEPT_ENCODING,  # httpx would offer zstd/br when their modules are around
+            },
             transport=_TokenTransport(tokens, self.api_url),
         ) as client:
 
@@ -453,6 +457,8 @@ class CrawlbaseFetcher:
             body = await read_capped(response, self.max_bytes)
         except BodyTooLarge:
             return replace(base, reason=Reason.too_large.value)
+        except UnsupportedEncoding:
+            return replace(base, reason=Reason.unsupported_content_encoding.value)
         content_type = headers.get("content-type")
         if media_type(content_type) in HTML_TYPES:  # format=md not honoured: convert ourselves
             converted = await asyncio.to_thread(convert, body, content_type, final_url or url)
@@ -464,7 +470,7 @@ class CrawlbaseFetcher:
     async def _says_bad_token(self, response: httpx.Response) -> bool:
         try:
             head = (await read_capped(response, 4096)).decode("utf-8", errors="replace")
-        except (BodyTooLarge, httpx.HTTPError):
+        except (BodyTooLarge, UnsupportedEncoding, httpx.HTTPError):
             return False
         try:
             data = json.loads(head)
@@ -527,7 +533,10 @@ async def read_stored(
     url = storage_url or settings.crawlbase_storage_url
     secrets = [t.get_secret_value() for _, t in tokens]
     transport = _TokenTransport(dict(tokens), url)
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport) as client:
+    headers = {"Accept-Encoding": ACCEPT_ENCODING}
+    async with httpx.AsyncClient(
+        timeout=timeout, follow_redirects=False, headers=headers, transport=transport
+    ) as client:
         for variable, _secret in tokens:
             try:
                 page = await _read_stored_with(client, url, rid, variable, max_bytes)
@@ -557,9 +566,10 @@ async def _read_stored_with(
             raise CrawlbaseError(f"Crawlbase Storage API answered HTTP {status} for rid {rid!r}")
         try:
             body = await read_capped(response, max_bytes)
-        except BodyTooLarge:
+        except (BodyTooLarge, UnsupportedEncoding) as exc:
             stored_url = response.headers.get("url") or ""
-            return FetchedPage(url=stored_url, rid=rid, reason=Reason.too_large.value, fetcher="crawlbase")
+            reason = Reason.too_large if isinstance(exc, BodyTooLarge) else Reason.unsupported_content_encoding
+            return FetchedPage(url=stored_url, rid=rid, reason=reason.value, fetcher="crawlbase")
         return _stored_page(rid, response.headers, body)
 
 

@@ -13,8 +13,10 @@ How a URL is fetched:
    Proxy settings from the environment are ignored (a proxy would resolve the name itself).
 3. A redirect is not followed by httpx: its ``Location`` is vetted like a new URL and
    fetched, at most ``max_redirects`` times.
-4. The body is streamed and dropped as soon as it passes ``max_bytes``; a declared
-   ``Content-Length`` over the cap is refused before reading. Non-2xx answers are not read.
+4. The body is streamed, decoded in small steps (gzip or deflate, one layer: the codings we ask
+   for; any other is ``unsupported_content_encoding``) and dropped as soon as its *decoded* size
+   passes ``max_bytes``; a declared ``Content-Length`` over the cap is refused before reading.
+   Non-2xx answers are not read.
 5. The body becomes markdown (:func:`guardrail.fetch.convert.convert`) in a worker thread.
 
 Nothing raises out of :meth:`DirectFetcher.fetch_all` for one page: every failure is a
@@ -35,10 +37,12 @@ import httpx
 
 from guardrail.core.schema import FetchedPage, Reason, http_reason, is_retryable_reason
 from guardrail.fetch._http import (
+    ACCEPT_ENCODING,
     DEFAULT_ACCEPT,
     DEFAULT_ACCEPT_LANGUAGE,
     DEFAULT_USER_AGENT,
     BodyTooLarge,
+    UnsupportedEncoding,
     declared_length,
     read_capped,
 )
@@ -142,6 +146,7 @@ class DirectFetcher:
         self.retry = retry or RetryPolicy(budget=self.total_timeout)
         self.converter = converter
         self.hosts = HostLimiter(host_limits)
+        self._tls_context: ssl.SSLContext | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> DirectFetcher:
@@ -178,7 +183,7 @@ class DirectFetcher:
         if not unique:
             return {}
         semaphore = asyncio.Semaphore(self.concurrency)
-        async with self._client() as client:
+        async with self._client(await self._tls()) as client:
 
             async def bounded(url: str) -> FetchedPage:
                 async with semaphore:
@@ -187,12 +192,19 @@ class DirectFetcher:
             pages = await asyncio.gather(*(bounded(u) for u in unique))
         return dict(zip(unique, pages, strict=True))
 
-    def _client(self) -> httpx.AsyncClient:
+    async def _tls(self) -> ssl.SSLContext:
+        """The TLS context of this fetcher's clients, built once, in a worker thread: loading the
+        CA bundle takes ~0.1 s, which would stall the event loop on every call."""
+        if self._tls_context is None:
+            self._tls_context = await asyncio.to_thread(httpx.create_ssl_context, self.verify, None, False)
+        return self._tls_context
+
+    def _client(self, tls: ssl.SSLContext) -> httpx.AsyncClient:
         return httpx.AsyncClient(
             timeout=httpx.Timeout(self.timeout),
             follow_redirects=False,
             trust_env=False,
-            verify=self.verify,
+            verify=tls,
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
         )
 
@@ -275,7 +287,7 @@ class DirectFetcher:
             "User-Agent": self.user_agent,
             "Accept": DEFAULT_ACCEPT,
             "Accept-Language": DEFAULT_ACCEPT_LANGUAGE,
-            "Accept-Encoding": "gzip, deflate",
+            "Accept-Encoding": ACCEPT_ENCODING,
         }
         extensions: dict[str, Any] = {}
         is_literal = target.host in target.addresses
@@ -314,7 +326,11 @@ class DirectFetcher:
         if length is not None and length > self.max_bytes:
             log.info("%s declares %d bytes, over the %d-byte cap", progress.current, length, self.max_bytes)
             return _Outcome(page.model_copy(update={"reason": Reason.too_large.value}))
-        body = await read_capped(response, self.max_bytes)
+        try:
+            body = await read_capped(response, self.max_bytes)
+        except UnsupportedEncoding as exc:
+            log.info("%s: %s", progress.current, exc)
+            return _Outcome(page.model_copy(update={"reason": Reason.unsupported_content_encoding.value}))
         try:
             converted = await asyncio.to_thread(self.converter, body, content_type, progress.current)
         except Exception as exc:  # even an OSError here is ours, not a network failure

@@ -8,18 +8,22 @@ answer is private. :class:`SsrfPolicy` decides, before any connection is made:
   (otherwise ``invalid_url``);
 * IPv4 literals are read the way ``inet_aton`` and browsers read them, so
   ``2130706433``, ``0x7f.1``, ``017700000001`` and ``127.1`` are all 127.0.0.1;
-* every address the host resolves to must be public: loopback, private, link-local,
-  CGNAT, multicast, reserved, unspecified, documentation and benchmarking ranges,
-  IPv6 ULA/link-local/site-local, and IPv6 forms that embed an IPv4 address
-  (IPv4-mapped, IPv4-compatible, 6to4, NAT64) carrying a private one are refused
-  (``blocked_address``); so are ``localhost`` names and cloud metadata names.
+* every address the host resolves to must be public: the ranges of :data:`SPECIAL_RANGES`
+  (loopback, private, link-local, CGNAT, multicast, reserved, unspecified, documentation and
+  benchmarking ranges, IPv6 ULA/link-local/site-local...) and IPv6 forms that carry an IPv4
+  address (IPv4-mapped, IPv4-translated, IPv4-compatible, 6to4, NAT64, local NAT64, Teredo)
+  carrying a refused one are refused (``blocked_address``); so are ``localhost`` names and
+  cloud metadata names.
 
 :meth:`SsrfPolicy.vet` returns the addresses it checked; the fetcher connects to one of
 those, never resolving the name a second time (an attacker's DNS could answer
 differently the second time: DNS rebinding).
 
 ``allow_private=True`` (``GUARDRAIL_ALLOW_PRIVATE_HOSTS=1``) lifts the address check
-for local use and tests, except for cloud metadata endpoints, which no citation needs.
+for local use and tests, except for the cloud metadata and host endpoints (the ``always``
+entries of :data:`SPECIAL_RANGES`: AWS IMDS, ECS, EKS Pod Identity, VPC DNS and time sync, GCP,
+Azure's IMDS and WireServer, Alibaba, Tencent, Oracle), in any spelling or IPv6 form: no
+citation needs them.
 ``allowed_hosts`` lifts it for named ``host`` or ``host:port`` entries only.
 """
 
@@ -43,57 +47,180 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 
-_V4 = ipaddress.IPv4Network
-_V6 = ipaddress.IPv6Network
+_Net = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-# Spelled out rather than relying on ipaddress.is_global/is_private, whose answers
-# changed between Python releases (and call 224.0.0.0/4 "global").
-_BLOCKED_V4: tuple[tuple[_V4, str], ...] = (
-    (_V4("0.0.0.0/8"), "unspecified"),
-    (_V4("10.0.0.0/8"), "private"),
-    (_V4("100.64.0.0/10"), "shared (CGNAT)"),
-    (_V4("127.0.0.0/8"), "loopback"),
-    (_V4("169.254.0.0/16"), "link-local"),
-    (_V4("172.16.0.0/12"), "private"),
-    (_V4("192.0.0.0/24"), "reserved (IETF protocol assignments)"),
-    (_V4("192.0.2.0/24"), "reserved (documentation)"),
-    (_V4("192.88.99.0/24"), "reserved (6to4 relay)"),
-    (_V4("192.168.0.0/16"), "private"),
-    (_V4("198.18.0.0/15"), "reserved (benchmarking)"),
-    (_V4("198.51.100.0/24"), "reserved (documentation)"),
-    (_V4("203.0.113.0/24"), "reserved (documentation)"),
-    (_V4("224.0.0.0/4"), "multicast"),
-    (_V4("240.0.0.0/4"), "reserved"),
-)
-_BLOCKED_V6: tuple[tuple[_V6, str], ...] = (
-    (_V6("::/128"), "unspecified"),
-    (_V6("::1/128"), "loopback"),
-    (_V6("64:ff9b:1::/48"), "reserved (local NAT64)"),
-    (_V6("100::/64"), "reserved (discard)"),
-    (_V6("2001::/32"), "reserved (Teredo)"),
-    (_V6("2001:2::/48"), "reserved (benchmarking)"),
-    (_V6("2001:10::/28"), "reserved (ORCHID)"),
-    (_V6("2001:20::/28"), "reserved (ORCHIDv2)"),
-    (_V6("2001:db8::/32"), "reserved (documentation)"),
-    (_V6("fc00::/7"), "private (unique local)"),
-    (_V6("fe80::/10"), "link-local"),
-    (_V6("fec0::/10"), "private (site-local)"),
-    (_V6("ff00::/8"), "multicast"),
-)
-_NAT64 = _V6("64:ff9b::/96")
-_IPV4_COMPATIBLE = _V6("::/96")
 
-METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
+@dataclass(frozen=True)
+class SpecialRange:
+    """A range the guard refuses, why, and whether ``allow_private`` lifts the refusal."""
+
+    network: _Net
+    category: str
+    always: bool = False
+    """Refused even with ``allow_private``: cloud metadata and host endpoints (no citation needs them)."""
+
+
+def _range(network: str, category: str, *, always: bool = False) -> SpecialRange:
+    return SpecialRange(ipaddress.ip_network(network), category, always)
+
+
+_METADATA = "cloud metadata"
+# The one list. Spelled out rather than relying on ipaddress.is_global/is_private, whose answers
+# changed between Python releases (and call 224.0.0.0/4 and ::ffff:0:a9fe:a9fe "global").
+# Metadata entries come first: an address in two ranges reads as the more specific one.
+SPECIAL_RANGES: tuple[SpecialRange, ...] = (
+    _range("169.254.169.254/32", f"{_METADATA} (AWS, GCP, Azure, Oracle, DigitalOcean, OpenStack)", always=True),
+    _range("fd00:ec2::254/128", f"{_METADATA} (AWS IMDS over IPv6)", always=True),
+    _range("169.254.170.2/32", f"{_METADATA} (AWS ECS task metadata and credentials)", always=True),
+    _range("169.254.170.23/32", f"{_METADATA} (AWS EKS Pod Identity agent)", always=True),
+    _range("fd00:ec2::23/128", f"{_METADATA} (AWS EKS Pod Identity agent over IPv6)", always=True),
+    _range("169.254.169.253/32", f"{_METADATA} (AWS VPC DNS resolver)", always=True),
+    _range("fd00:ec2::253/128", f"{_METADATA} (AWS VPC DNS resolver over IPv6)", always=True),
+    _range("169.254.169.123/32", f"{_METADATA} (AWS time sync)", always=True),
+    _range("fd00:ec2::123/128", f"{_METADATA} (AWS time sync over IPv6)", always=True),
+    _range("168.63.129.16/32", f"{_METADATA} (Azure host endpoint, WireServer)", always=True),
+    _range("100.100.100.200/32", f"{_METADATA} (Alibaba Cloud)", always=True),
+    _range("169.254.0.23/32", f"{_METADATA} (Tencent Cloud)", always=True),
+    _range("192.0.0.192/32", f"{_METADATA} (Oracle Cloud, legacy)", always=True),
+    # IPv4
+    _range("0.0.0.0/8", "unspecified"),
+    _range("10.0.0.0/8", "private"),
+    _range("100.64.0.0/10", "shared (CGNAT)"),
+    _range("127.0.0.0/8", "loopback"),
+    _range("169.254.0.0/16", "link-local"),
+    _range("172.16.0.0/12", "private"),
+    _range("192.0.0.0/24", "reserved (IETF protocol assignments)"),
+    _range("192.0.2.0/24", "reserved (documentation)"),
+    _range("192.88.99.0/24", "reserved (6to4 relay)"),
+    _range("192.168.0.0/16", "private"),
+    _range("198.18.0.0/15", "reserved (benchmarking)"),
+    _range("198.51.100.0/24", "reserved (documentation)"),
+    _range("203.0.113.0/24", "reserved (documentation)"),
+    _range("224.0.0.0/4", "multicast"),
+    _range("240.0.0.0/4", "reserved"),
+    # IPv6 (the forms that carry an IPv4 address are read by embedded_ipv4 first)
+    _range("::/128", "unspecified"),
+    _range("::1/128", "loopback"),
+    _range("::ffff:0:0:0/96", "reserved (IPv4-translated)"),
+    _range("64:ff9b:1::/48", "reserved (local NAT64)"),
+    _range("100::/64", "reserved (discard)"),
+    _range("2001::/32", "reserved (Teredo)"),
+    _range("2001:2::/48", "reserved (benchmarking)"),
+    _range("2001:10::/28", "reserved (ORCHID)"),
+    _range("2001:20::/28", "reserved (ORCHIDv2)"),
+    _range("2001:db8::/32", "reserved (documentation)"),
+    _range("3fff::/20", "reserved (documentation)"),
+    _range("5f00::/16", "reserved (SRv6 segment identifiers)"),
+    _range("fc00::/7", "private (unique local)"),
+    _range("fe80::/10", "link-local"),
+    _range("fec0::/10", "private (site-local)"),
+    _range("ff00::/8", "multicast"),
+)
+
+METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(r.network.network_address for r in SPECIAL_RANGES if r.always)
+"""The cloud metadata and host endpoints (the ``always`` entries of :data:`SPECIAL_RANGES`)."""
+METADATA_HOSTS = frozenset(
     {
-        ipaddress.IPv4Address("169.254.169.254"),  # AWS, GCP, Azure, OpenStack, DigitalOcean...
-        ipaddress.IPv4Address("169.254.170.2"),  # AWS ECS task metadata
-        ipaddress.IPv4Address("100.100.100.200"),  # Alibaba Cloud
-        ipaddress.IPv6Address("fd00:ec2::254"),  # AWS IMDS over IPv6
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.tencentyun.com",
     }
 )
-METADATA_HOSTS = frozenset(
-    {"metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal"}
+
+_V6 = ipaddress.IPv6Network
+_ROUTED_FORMS: tuple[tuple[_V6, str], ...] = (
+    (_V6("::ffff:0:0/96"), "IPv4-mapped"),
+    (_V6("::/96"), "IPv4-compatible"),
+    (_V6("64:ff9b::/96"), "NAT64"),
 )
+"""IPv6 forms whose last 32 bits are the IPv4 address a packet really goes to (6to4 too)."""
+_CARRYING_FORMS: tuple[tuple[_V6, str], ...] = (
+    (_V6("::ffff:0:0:0/96"), "IPv4-translated"),
+    (_V6("64:ff9b:1::/48"), "local NAT64"),
+)
+"""Forms refused as a whole whose last 32 bits may still name an IPv4 address (read for metadata)."""
+_LOCAL_NAT64 = _V6("64:ff9b:1::/48")
+_RFC6052_FIELDS: tuple[tuple[tuple[int, int], ...], ...] = (
+    ((48, 64), (72, 88)),  # a /48 prefix: 16 bits, the reserved octet 64-71, 16 bits
+    ((56, 64), (72, 96)),  # a /56 prefix
+    ((72, 104),),  # a /64 prefix (a /96 prefix is the last 32 bits, read above)
+)
+_LOW32 = 0xFFFFFFFF
+
+
+def _bits(value: int, start: int, end: int) -> int:
+    """Bits ``start`` to ``end`` (exclusive, most significant first) of a 128-bit ``value``."""
+    return (value >> (128 - end)) & ((1 << (end - start)) - 1)
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """Every IPv4 address ``ip`` carries, with its form's name: IPv4-mapped, IPv4-compatible,
+    NAT64 (``64:ff9b::/96``), 6to4 (the forms a packet is routed through to that address), then
+    IPv4-translated (``::ffff:0:0:0/96``), local NAT64 (``64:ff9b:1::/48`` at each RFC 6052 prefix
+    length) and Teredo (server and client)."""
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    value = int(ip)
+    for network, form in _ROUTED_FORMS:
+        if ip in network and not (form == "IPv4-compatible" and value <= 1):  # :: and ::1 are themselves
+            found.append((form, ipaddress.IPv4Address(value & _LOW32)))
+    if ip.sixtofour is not None:
+        found.append(("6to4", ip.sixtofour))
+    for network, form in _CARRYING_FORMS:
+        if ip in network:
+            found.append((form, ipaddress.IPv4Address(value & _LOW32)))
+    if ip in _LOCAL_NAT64:
+        for fields in _RFC6052_FIELDS:
+            v4 = 0
+            for start, end in fields:
+                v4 = (v4 << (end - start)) | _bits(value, start, end)
+            found.append(("local NAT64", ipaddress.IPv4Address(v4)))
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        found += [("Teredo server", server), ("Teredo client", client)]
+    return found
+
+
+_ROUTED = frozenset({form for _, form in _ROUTED_FORMS} | {"6to4"})
+
+
+def _range_of(ip: IPAddress) -> SpecialRange | None:
+    for entry in SPECIAL_RANGES:
+        if ip.version == entry.network.version and ip in entry.network:
+            return entry
+    return None
+
+
+def is_metadata(ip: IPAddress) -> bool:
+    """True for a cloud metadata or host endpoint, directly or carried by any IPv6 form."""
+    if ip in METADATA_ADDRESSES:
+        return True
+    return isinstance(ip, ipaddress.IPv6Address) and any(v4 in METADATA_ADDRESSES for _, v4 in embedded_ipv4(ip))
+
+
+def blocked_category(ip: IPAddress) -> str | None:
+    """Why ``ip`` must not be fetched (``"loopback"``, ``"private"``...), or None when it is public.
+
+    An IPv6 form carrying a refused IPv4 address is refused for it; one routed to a public IPv4
+    address (``::ffff:8.8.8.8``, 6to4, NAT64) is public; any other IPv6 address is read off
+    :data:`SPECIAL_RANGES`, and what Python does not call global is ``reserved``.
+    """
+    if isinstance(ip, ipaddress.IPv6Address):
+        for form, v4 in embedded_ipv4(ip):
+            inner = blocked_category(v4)
+            if inner is not None:
+                return f"{inner} (IPv4 {v4} inside IPv6, {form})"
+            if form in _ROUTED:
+                return None
+    entry = _range_of(ip)
+    if entry is not None:
+        return entry.category
+    if isinstance(ip, ipaddress.IPv6Address) and not ip.is_global:
+        return "reserved"
+    return None
+
 
 _LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
 _HOSTNAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
@@ -157,50 +284,6 @@ def _parse_ipv4_part(part: str) -> int | None:
     if len(part) > 1 and part[0] == "0":
         return int(part, 8) if re.fullmatch(r"[0-7]+", part) else None
     return int(part) if part.isascii() and part.isdigit() else None
-
-
-def blocked_category(ip: IPAddress) -> str | None:
-    """Why ``ip`` must not be fetched (``"loopback"``, ``"private"``...), or None when it is public."""
-    if ip in METADATA_ADDRESSES:
-        return "cloud metadata"
-    if isinstance(ip, ipaddress.IPv4Address):
-        for net, category in _BLOCKED_V4:
-            if ip in net:
-                return category
-        return None
-    embedded = _embedded_ipv4(ip)
-    if embedded is not None:
-        inner = blocked_category(embedded)
-        return f"{inner} (IPv4 {embedded} inside IPv6)" if inner else None
-    for net6, category in _BLOCKED_V6:
-        if ip in net6:
-            return category
-    if not ip.is_global:
-        return "reserved"
-    return None
-
-
-def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries and routes to, for the forms that do that."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip in _NAT64:
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # ::a.b.c.d (deprecated); :: and ::1 are listed
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
-
-
-def is_metadata(ip: IPAddress) -> bool:
-    """True for a cloud metadata endpoint, directly or embedded in an IPv6 form."""
-    if ip in METADATA_ADDRESSES:
-        return True
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = _embedded_ipv4(ip)
-        return embedded is not None and embedded in METADATA_ADDRESSES
-    return False
 
 
 async def system_resolver(host: str, port: int) -> list[str]:
