@@ -269,13 +269,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     # -- the service's bearer token -----------------------------------------------------------------
     Mutation(
         "auth-prefix-match", "auth", "guardrail/apps/server/middleware.py",
-        "hmac.compare_digest(token.strip(), self.api_key)",
-        "bool(token.strip()) and self.api_key.startswith(token.strip())",
+        "hmac.compare_digest(token.strip(), api_key)",
+        "bool(token.strip()) and api_key.startswith(token.strip())",
         AUTH_TESTS, "a prefix of the token is accepted",
     ),
     Mutation(
         "auth-token-contained", "auth", "guardrail/apps/server/middleware.py",
-        "hmac.compare_digest(token.strip(), self.api_key)", "self.api_key in token",
+        "hmac.compare_digest(token.strip(), api_key)", "api_key in token",
         AUTH_TESTS, "any header value holding the token is accepted",
     ),
     Mutation(
@@ -299,8 +299,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "settings-blank-is-a-value", "settings", "guardrail/settings.py",
-        "return {name: value.strip() for name, value in self._environment.items() if value.strip()}",
-        "return {name: value.strip() for name, value in self._environment.items()}",
+        "items() if value.strip() or name in _BLANK_REFUSED",
+        "items() if True",
         SETTINGS_TESTS, "a blank variable is read as a value instead of unset",
     ),
     Mutation(

@@ -8,7 +8,11 @@ with the caller's context variables (tracing callbacks live in them).
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
+import os
 import queue
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable
 from typing import Any, TypeVar
 
@@ -17,7 +21,7 @@ from anyio.from_thread import start_blocking_portal
 
 T = TypeVar("T")
 
-__all__ = ["aiter_from_sync", "iterate_sync", "run_sync"]
+__all__ = ["CpuGate", "aiter_from_sync", "iterate_sync", "run_sync"]
 
 
 def _in_running_loop() -> bool:
@@ -87,3 +91,40 @@ def iterate_sync(factory: Callable[[], AsyncIterator[T]]) -> Generator[T, None, 
                     return
         finally:
             task.cancel()  # no-op when it has finished; the portal waits for it on exit
+
+
+class CpuGate:
+    """Runs blocking CPU work in worker threads, at most ``limit`` at once per event loop.
+
+    A caller cancelled while it waits for its turn starts nothing; one cancelled while its work
+    runs returns at once, and the thread's slot is freed only when that work really ends. So a
+    burst of abandoned requests cannot queue up work that runs long after they are gone.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = max(1, limit if limit is not None else (os.cpu_count() or 1))
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._gates = weakref.WeakKeyDictionary()
+
+    async def run(self, fn: Callable[..., T], /, *args: Any) -> T:
+        """``fn(*args)`` in a worker thread (with the caller's context variables) once a slot is free."""
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(self.limit)
+        await gate.acquire()
+        try:
+            future = loop.run_in_executor(None, functools.partial(contextvars.copy_context().run, fn, *args))
+        except BaseException:
+            gate.release()
+            raise
+        future.add_done_callback(functools.partial(_finished, gate))
+        # shield: cancelling the caller must not mark the work done while its thread still runs.
+        return await asyncio.shield(future)
+
+
+def _finished(gate: asyncio.Semaphore, future: asyncio.Future[Any]) -> None:
+    """Free the slot of work that ended, and mark its outcome seen (its caller may be gone)."""
+    gate.release()
+    if not future.cancelled():
+        future.exception()

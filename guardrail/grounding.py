@@ -58,6 +58,7 @@ from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import normalize_for_match
 from guardrail.core.schema import AnswerClaim, ClaimReport, Label, Reason, UrlVerdict
 from guardrail.extras import install_command
+from guardrail.limits import check_count, check_text, check_texts
 from guardrail.retrieval import best_indices, similarities
 from guardrail.settings import ConfigurationError
 from guardrail.verifier import ClaimTask, Fact, Verifier
@@ -222,7 +223,12 @@ def _check_threshold(name: str, value: float) -> None:
 
 
 def validate_request(request: CheckGroundingRequest) -> None:
-    """Raise :class:`GroundingLimitError` naming the first limit the request is over."""
+    """Raise :class:`GroundingLimitError` naming the first limit the request is over, or
+    ``ValueError`` naming a field whose text is not valid Unicode (a lone surrogate)."""
+    check_text("answerCandidate", request.answer_candidate)
+    for i, fact in enumerate(request.facts):
+        check_text(f"facts[{i}].factText", fact.fact_text)
+        check_texts(f"facts[{i}].attributes", fact.attributes)
     if not request.answer_candidate.strip():
         raise GroundingLimitError("answerCandidate", "answerCandidate must not be empty")
     tokens = count_tokens(request.answer_candidate)
@@ -260,12 +266,17 @@ async def _shortlist(
     embedder ranks closest to it; every fact when there are no more than ``limit``."""
     if len(facts) <= limit:
         return [list(range(len(facts))) for _ in claims]
-    scores = await similarities(verifier.embedder, claims, [split_passages(f.fact_text) for f in facts])
+    passages = await verifier.run_cpu(_split_facts, facts)
+    scores = await similarities(verifier.embedder, claims, passages)
     out: list[list[int]] = []
     for n in range(len(claims)):
         best = [float(m[n].max()) if m.shape[1] else float("-inf") for m in scores]
         out.append(sorted(best_indices(best, limit)))
     return out
+
+
+def _split_facts(facts: Sequence[GroundingFact]) -> list[list[str]]:
+    return [split_passages(f.fact_text) for f in facts]
 
 
 def _chunk_of(fact_text: str, quote: str | None) -> tuple[int, str]:
@@ -298,6 +309,8 @@ async def acheck_grounding_request(
     """Check ``request`` with ``verifier`` (see the module docstring for the scores).
 
     Raises :class:`GroundingLimitError` for a request over Vertex's limits,
+    :class:`~guardrail.limits.RequestLimitError` over the verifier's work limits (more claims than
+    ``GUARDRAIL_MAX_CLAIMS``), ``ValueError`` naming a field that is not valid Unicode,
     :class:`~guardrail.settings.ConfigurationError` when the verifier has no judge (a check
     without one could only say "unsupported" for every claim), and :class:`GroundingJudgeError`
     when the judge failed on some pair.
@@ -311,8 +324,9 @@ async def acheck_grounding_request(
             "GUARDRAIL_JUDGE"
         )
     spec = request.grounding_spec
-    extracted = extract_claims(request.answer_candidate)
+    extracted = await verifier.run_cpu(extract_claims, request.answer_candidate)
     checked = [i for i, c in enumerate(extracted.claims) if c.grounding_check_required]
+    check_count(verifier.settings, "max_claims", "claims", len(checked))
     claim_texts = [extracted.claims[i].plain_text or extracted.claims[i].text for i in checked]
     shortlist = await _shortlist(verifier, claim_texts, request.facts, max_facts_per_claim)
     fact_objs = [Fact(text=f.fact_text, source=_fact_source(i)) for i, f in enumerate(request.facts)]

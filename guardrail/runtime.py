@@ -21,8 +21,12 @@ ray`` (each actor)              (``--no-cache``)                            rows
 "on" is ``GUARDRAIL_CACHE`` / ``GUARDRAIL_AUDIT_DB`` when set (``off`` turns it off), else the user
 cache folder; "as the settings say" is the variable when set, else no store. Every verifier fetches
 each page once per answer and per in-flight fetch (:class:`~guardrail.fetch.once.FetchOnce`).
-An unusable page cache is skipped with a warning (it only saves time); an unusable audit store
-raises :class:`~guardrail.store.StoreError` (the caller asked for a record).
+An unusable page cache is skipped with a warning (it only saves time), and one found damaged
+mid-run is given up with one warning; an unusable audit store raises
+:class:`~guardrail.store.StoreError` (the caller asked for a record), unless ``defer_audit_errors``
+(the service): then its rows are kept and retried and :attr:`Runtime.audit_status` says why they
+wait. Audit rows are written by an :class:`~guardrail.store.AuditWriter`, off the caller's thread;
+:meth:`Runtime.close` waits up to ``audit_flush_timeout`` seconds for them.
 """
 
 from __future__ import annotations
@@ -37,13 +41,17 @@ from guardrail.fetch.base import Fetcher
 from guardrail.judges.base import Judge
 from guardrail.retrieval import Embedder
 from guardrail.settings import Settings
-from guardrail.store import AuditStore, PageCache, StoreError
+from guardrail.store import AuditStatus, AuditStore, AuditWriter, PageCache, StoreError
 from guardrail.store.paths import default_audit_path, default_cache_path, resolve_path
-from guardrail.verifier import DecisionRecord, Recorder, Verifier
+from guardrail.verifier import Recorder, Verifier
 
 log = logging.getLogger("guardrail")
 
-__all__ = ["Runtime", "StoreChoice", "build_runtime", "build_verifier"]
+__all__ = ["AUDIT_BUSY_TIMEOUT", "Runtime", "StoreChoice", "build_runtime", "build_verifier"]
+
+AUDIT_BUSY_TIMEOUT = 2.0
+"""Seconds one audit write waits for another process's lock before the writer retries it later
+(the writer's own thread waits, never a request)."""
 
 StoreChoice = bool | None | str | os.PathLike[str]
 """Which store to open: ``None`` as the settings say (unset: none), ``True`` the settings' or the
@@ -57,9 +65,16 @@ class Runtime:
     verifier: Verifier
     cache: PageCache | None = None
     audit: AuditStore | None = None
+    audit_writer: AuditWriter | None = None
+
+    @property
+    def audit_status(self) -> AuditStatus | None:
+        """How the audit store is doing (rows written, waiting, lost; the last failure); None without one."""
+        return self.audit_writer.status() if self.audit_writer is not None else None
 
     def close(self) -> None:
-        """Close the stores (through the verifier, which owns them)."""
+        """Write the audit rows still queued (within the writer's flush timeout), then close the
+        stores (through the verifier, which owns them)."""
         self.verifier.close()
 
     def __enter__(self) -> Runtime:
@@ -80,16 +95,23 @@ def build_runtime(
     judge: Judge | None = None,
     recorders: Sequence[Recorder] = (),
     on_audit: Callable[[int], None] | None = None,
+    defer_audit_errors: bool = False,
+    audit_flush_timeout: float = 5.0,
 ) -> Runtime:
     """A verifier wired from ``settings`` (default: the environment) with the stores asked for
     (see the module's table). ``fetcher``, ``embedder`` and ``judge`` replace the settings' ones;
-    ``recorders`` see every decision; ``on_audit`` is told each audit row id as it is written."""
+    ``recorders`` see every decision; ``on_audit`` is told each audit row id as it is written.
+    ``defer_audit_errors`` keeps an audit store that cannot be opened (its rows wait and are
+    retried) instead of raising StoreError; ``audit_flush_timeout`` is how long :meth:`Runtime.close`
+    waits for queued audit rows."""
     settings = settings or Settings.from_env()
     page_cache = _open_cache(resolve_path_choice(cache, settings.cache_path, default_cache_path()), settings)
-    audit_store = _open_audit(resolve_path_choice(audit, settings.audit_path, default_audit_path()))
+    audit_path = resolve_path_choice(audit, settings.audit_path, default_audit_path())
+    writer = _audit_writer(audit_path, on_audit, defer_audit_errors)
+    audit_store = writer.store if writer is not None else None
     all_recorders = list(recorders)
-    if audit_store is not None:
-        all_recorders.append(_AuditRecorder(audit_store, on_audit))
+    if writer is not None:
+        all_recorders.append(writer)
     try:
         verifier = Verifier(
             settings=settings,
@@ -108,7 +130,9 @@ def build_runtime(
     for store in (page_cache, audit_store):
         if store is not None:
             verifier.on_close(store.close)
-    return Runtime(verifier=verifier, cache=page_cache, audit=audit_store)
+    if writer is not None:  # closed first (newest first): its queue is written before the store closes
+        verifier.on_close(lambda: _close_writer(writer, audit_flush_timeout))
+    return Runtime(verifier=verifier, cache=page_cache, audit=audit_store, audit_writer=writer)
 
 
 def build_verifier(
@@ -160,26 +184,22 @@ def _open_cache(path: Path | None, settings: Settings) -> PageCache | None:
     return cache
 
 
-def _open_audit(path: Path | None) -> AuditStore | None:
+def _audit_writer(path: Path | None, on_audit: Callable[[int], None] | None, defer_errors: bool) -> AuditWriter | None:
+    """The writer of the audit store at ``path``: StoreError when the file cannot be used, unless
+    ``defer_errors`` (then the writer starts out failing, and keeps and retries its rows)."""
     if path is None:
         return None
-    store = AuditStore(path)
+    store = AuditStore(path, busy_timeout=AUDIT_BUSY_TIMEOUT)
     try:
         store.count()
     except (StoreError, OSError) as exc:
         store.close()
-        raise StoreError(str(exc)) from None
-    return store
+        if not defer_errors:
+            raise StoreError(str(exc)) from None
+        log.error("audit store not usable now; decisions are kept and retried: %s", exc)
+        return AuditWriter(store, on_audit=on_audit, error=f"{type(exc).__name__}: {exc}")
+    return AuditWriter(store, on_audit=on_audit)
 
 
-class _AuditRecorder:
-    """Writes each decision to the audit store and tells ``on_audit`` the row id."""
-
-    def __init__(self, store: AuditStore, on_audit: Callable[[int], None] | None) -> None:
-        self.store = store
-        self.on_audit = on_audit
-
-    def __call__(self, decision: DecisionRecord) -> None:
-        row = self.store.record(decision)
-        if self.on_audit is not None:
-            self.on_audit(row)
+def _close_writer(writer: AuditWriter, timeout: float) -> None:
+    writer.close(timeout)

@@ -1,7 +1,8 @@
 """The one list of environment settings, read once into a typed model (pydantic-settings).
 
 Each field is read from the variable named by its ``validation_alias`` (``GUARDRAIL_JUDGE``,
-``OPENAI_API_KEY``...); a blank variable counts as unset. Nothing else is read: no ``.env`` file,
+``OPENAI_API_KEY``...); a blank variable counts as unset, except ``GUARDRAIL_API_KEY``: a blank token
+is refused (:class:`ConfigurationError`) rather than read as "no token". Nothing else is read: no ``.env`` file,
 no secrets directory. Code may also pass fields by name: ``Settings(judge="openai")``.
 """
 
@@ -27,6 +28,15 @@ DEFAULT_MAX_BYTES = 5_000_000
 """The default cap on a fetched body, decoded (``GUARDRAIL_MAX_BYTES``)."""
 DEFAULT_FETCH_TIMEOUT = 15.0
 """Seconds per page request by default (``GUARDRAIL_FETCH_TIMEOUT``)."""
+DEFAULT_MAX_ANSWER_CHARS = 20_000
+"""Most characters in one answer (or claim) checked at once, about Vertex's 4096-token answer limit."""
+DEFAULT_MAX_CLAIMS = 200
+"""Most claims checked in one call (a Vertex-sized answer of 4096 tokens holds about 200 sentences)."""
+DEFAULT_MAX_URLS = 100
+"""Most unique URLs fetched for one call."""
+DEFAULT_MAX_CHECKS = 3200
+"""Most (claim, source) pairs judged in one call: 200 claims against the 16 facts the grounding check
+keeps per claim."""
 DEFAULT_HOST_CONCURRENCY = 4
 """Requests in flight to one host, by default (``GUARDRAIL_HOST_CONCURRENCY``)."""
 DEFAULT_HOST_RATE = 5.0
@@ -40,6 +50,10 @@ class ConfigurationError(ValueError):
 _ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("guardrail_settings_environment", default=None)
 
 
+_BLANK_REFUSED = frozenset({"GUARDRAIL_API_KEY"})
+"""Variables whose blank value is an error rather than "unset"."""
+
+
 class _MappingSource(EnvSettingsSource):
     """Environment variables read from a mapping (``os.environ`` or the one given to ``from_env``)."""
 
@@ -48,8 +62,11 @@ class _MappingSource(EnvSettingsSource):
         super().__init__(settings_cls)
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
-        # Names are case-sensitive (model_config); values are stripped, and a blank one is unset.
-        return {name: value.strip() for name, value in self._environment.items() if value.strip()}
+        # Names are case-sensitive (model_config); values are stripped, and a blank one is unset,
+        # except the service's token: a blank one is refused, never read as "serve without a token".
+        return {
+            name: value.strip() for name, value in self._environment.items() if value.strip() or name in _BLANK_REFUSED
+        }
 
 
 def _env(variable: str, description: str = "", **kwargs: Any) -> Any:
@@ -99,11 +116,36 @@ class Settings(BaseSettings):
     audit_path: Path | None = _env("GUARDRAIL_AUDIT_DB", "SQLite audit store file, or off", default=None)
     api_key: SecretStr | None = _env("GUARDRAIL_API_KEY", "the service's bearer token", default=None)
     max_body_bytes: int = _env("GUARDRAIL_MAX_BODY_BYTES", "service request body cap", default=8 * 1024 * 1024, gt=0)
+    max_answer_chars: int = _env(
+        "GUARDRAIL_MAX_ANSWER_CHARS", "characters per answer or claim", default=DEFAULT_MAX_ANSWER_CHARS, gt=0
+    )
+    max_claims: int = _env("GUARDRAIL_MAX_CLAIMS", "claims checked per call", default=DEFAULT_MAX_CLAIMS, gt=0)
+    max_urls: int = _env("GUARDRAIL_MAX_URLS", "unique URLs fetched per call", default=DEFAULT_MAX_URLS, gt=0)
+    max_checks: int = _env(
+        "GUARDRAIL_MAX_CHECKS", "(claim, source) pairs judged per call", default=DEFAULT_MAX_CHECKS, gt=0
+    )
+    request_timeout: float = _env("GUARDRAIL_REQUEST_TIMEOUT", "service: seconds per request", default=120.0, gt=0)
+    body_timeout: float = _env("GUARDRAIL_BODY_TIMEOUT", "service: seconds to receive a body", default=30.0, gt=0)
+    audit_wait: float = _env(
+        "GUARDRAIL_AUDIT_WAIT", "CLI: seconds to wait at the end for audit rows held up", default=30.0, ge=0
+    )
 
     @field_validator("judge", mode="before")
     @classmethod
     def _judge_name(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("api_key")
+    @classmethod
+    def _api_key_not_blank(cls, value: SecretStr | None) -> SecretStr | None:
+        """A blank token would lock every route (no header can carry it): refuse it. White space
+        around a token is dropped, as it is from the header it is compared with."""
+        if value is None:
+            return None
+        key = value.get_secret_value().strip()
+        if not key:
+            raise ValueError("must not be blank: set a token, or leave GUARDRAIL_API_KEY unset to serve without one")
+        return SecretStr(key)
 
     @classmethod
     def settings_customise_sources(

@@ -53,6 +53,7 @@ from guardrail.core.policy import CitationBlocked, GuardedAnswer, OutputFormat, 
 from guardrail.core.report import merge_reports
 from guardrail.core.schema import AnswerReport
 from guardrail.fetch.once import PageMemo
+from guardrail.limits import check_text
 from guardrail.verifier import Verifier
 
 __all__ = ["AnswerStream", "StreamPiece", "merge_reports"]
@@ -213,6 +214,7 @@ class _Run:
             async for chunk in chunks:
                 if not isinstance(chunk, str):
                     raise TypeError(f"answer chunks must be strings, not {type(chunk).__name__}")
+                check_text("answer chunk", chunk)
                 if chunk:
                     self._feed(chunk)
             if self.taken < len(self.buf):

@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -68,6 +69,28 @@ class OverlapJudge:
         if claim_numbers and not claim_numbers <= numbers:
             return JudgeVerdict(label="contradicted", evidence_quote=best, confidence=best_score)
         return JudgeVerdict(label="supported", evidence_quote=best, confidence=best_score)
+
+
+class SlowCpuJudge(OverlapJudge):
+    """The overlap judge as an in-process one (``cpu_bound``): each call takes ``delay`` seconds of a
+    worker thread, as the embedded model does; ``finished`` counts the calls that ran to their end."""
+
+    cpu_bound = True
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+        self.finished = 0
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        self.calls.append(list(requests))
+
+        def work() -> list[JudgeVerdict]:
+            time.sleep(self.delay)
+            self.finished += 1
+            return [self._one(r) for r in requests]
+
+        return await asyncio.to_thread(work)
 
 
 class FixedJudge:

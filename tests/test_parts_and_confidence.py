@@ -50,6 +50,7 @@ class PartsJudge:
 
     name = "parts"
     model = "parts"
+    cpu_bound = False
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         out = []
@@ -124,6 +125,7 @@ def test_min_confidence_treats_weak_verdicts_as_unverified() -> None:
 class FixedConfidenceJudge:
     name = "fixed"
     model = "fixed"
+    cpu_bound = False
 
     def __init__(self, label: str, confidence: float) -> None:
         self.label, self.confidence = label, confidence

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from guardrail.apps.batch import arun_batch_file
+from guardrail.apps.batch.checkpoint import BatchLockedError, checkpoint_path, lock_path
 from guardrail.apps.batch.ray_engine import RAY_INSTALL_HINT, RayOptions, run_ray_batch_file
 from guardrail.bridges import run_sync
 from guardrail.runtime import build_runtime
@@ -145,3 +146,24 @@ def test_without_ray_the_engine_says_how_to_install_it(tmp_path: Path, pages: Fi
     assert result.returncode == 2, result.stderr
     assert RAY_INSTALL_HINT in result.stderr
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_ray_run_on_an_out_another_run_writes_stops_before_any_work(tmp_path: Path, pages: FixtureServer) -> None:
+    rows = write_rows(tmp_path / "in.jsonl", pages, n=2)
+    out = tmp_path / "out.csv"
+    hold = (  # another run, as far as the lock goes
+        "import filelock, sys, time\n"
+        "lock = filelock.FileLock(sys.argv[1])\nlock.acquire()\n"
+        "print('held', flush=True)\n"
+        "time.sleep(99)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(lock_path(out))], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(BatchLockedError, match="another batch run"):
+            run_ray_batch_file(rows, out, settings=settings(), options=options())
+    finally:
+        holder.kill()
+        holder.wait()
+    checkpoint = checkpoint_path(out)  # the writability check may have created it, empty
+    assert not out.exists() and (not checkpoint.exists() or checkpoint.read_text() == "")

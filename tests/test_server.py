@@ -17,7 +17,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 from starlette.types import Receive, Send
 from typer.testing import CliRunner
@@ -30,6 +29,7 @@ from guardrail.judges.batching import BatchingJudge
 from guardrail.store import AuditStore
 from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
 from tests.fixtures.server import FixtureServer, Route
+from tests.fixtures.uvicorn_server import served
 from tests.test_grounding import FACTS, TITANIC_EXAMPLES
 
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
@@ -248,7 +248,8 @@ def test_bearer_token_protects_every_route_but_health(pages: FixtureServer) -> N
     settings = Settings(api_key=key, allow_private_hosts=True, **NO_STORES)  # type: ignore[arg-type]
     app = create_app(settings=settings, verifier=fake_verifier())
     with TestClient(app) as c:
-        assert c.get("/health").status_code == 200 and c.get("/health").json()["auth"] is True
+        assert c.get("/health").status_code == 200 and c.get("/health").json() == {"status": "ok"}
+        assert c.get("/health", headers={"Authorization": f"Bearer {key}"}).json()["auth"] is True
         body = {"claim": CLAIM, "urls": [pages.url("/gone-410")]}
         for headers in (
             {},
@@ -366,7 +367,8 @@ def test_missing_anthropic_key_answers_503_naming_the_variable_and_no_secret(
     auth = {"Authorization": f"Bearer {key}"}
     texts: list[str] = []
     with caplog.at_level(logging.DEBUG), TestClient(create_app(settings=settings)) as c:
-        health = c.get("/health")
+        assert c.get("/health").json() == {"status": "unavailable"}  # without the token: the status alone
+        health = c.get("/health", headers=auth)
         texts.append(health.text)
         assert health.json()["status"] == "unavailable" and "ANTHROPIC_API_KEY" in health.json()["judge"]["error"]
         for path, body in (
@@ -456,7 +458,7 @@ def test_the_service_records_decisions_in_the_audit_store(
     settings = llm_free_settings.model_copy(update={"audit_path": db, "allow_private_hosts": True})
     url = pages.url("/gone-404")
     with TestClient(create_app(settings=settings, warm=False)) as c:
-        assert c.get("/health").json()["audit"] == str(db)
+        assert c.get("/health").json()["audit"]["path"] == str(db)
         response = c.post("/verify", json={"claim": CLAIM, "urls": [url]})
         assert response.status_code == 200, response.text
     with AuditStore(db) as audit:
@@ -655,22 +657,8 @@ def live_server() -> Iterator[tuple[str, ConcurrencyJudge]]:
     judge = ConcurrencyJudge()
     verifier = Verifier(judge=judge, embedder=HashEmbedder(), settings=Settings(allow_private_hosts=True, **NO_STORES))  # type: ignore[arg-type]
     app = create_app(verifier=verifier, max_body_bytes=64 * 1024)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}", judge
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with served(app) as (host, port):
+        yield f"http://{host}:{port}", judge
 
 
 def test_real_uvicorn_serves_concurrently(live_server: tuple[str, ConcurrencyJudge], pages: FixtureServer) -> None:
@@ -734,11 +722,12 @@ def test_guardrail_serve_command(pages: FixtureServer) -> None:
         while True:
             assert proc.poll() is None, proc.communicate()
             try:
-                health = httpx.get(base + "/health", timeout=2).json()
+                health = httpx.get(base + "/health", timeout=2, headers={"Authorization": "Bearer k"}).json()
                 break
             except httpx.HTTPError:
                 assert time.monotonic() < deadline, "guardrail serve did not start"
                 time.sleep(0.2)
+        assert httpx.get(base + "/health", timeout=10).json() == {"status": health["status"]}  # no token: status only
         assert health["embedder"] == {**health["embedder"], "name": "all-MiniLM-L6-v2", "loaded": True}
         assert health["fetcher"]["ssrf_guard"] is True and health["auth"] is True
         body = {"claim": CLAIM, "urls": [pages.url("/boiling")]}

@@ -293,17 +293,52 @@ def test_transient_ttl_keeps_failures_briefly_but_never_ssrf_refusals(tmp_path: 
     assert cache.get(down.url, fetcher="direct") is None
 
 
-async def test_a_broken_cache_file_never_fails_a_fetch(
+def damage(path: Path) -> None:
+    """Overwrite every page of a SQLite file but its header with garbage (its pages overwritten)."""
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:
+        fh.seek(4096)
+        fh.write(os.urandom(size - 4096))
+
+
+def _cache_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "page cache" in r.getMessage()]
+
+
+async def test_a_broken_cache_file_never_fails_a_fetch_and_warns_once(
     pages: FixtureServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "c.sqlite3"
     path.write_bytes(b"this is not a database" * 100)
     fetcher = FetchOnce(CountingFetcher(), store=PageCache(path))
-    result = await fetcher.fetch_all([pages.url("/boiling")])
-    assert result[pages.url("/boiling")].original_status == 200
-    assert fetcher.stats.errors == 2 and "page cache" in caplog.text
+    for _ in range(3):
+        result = await fetcher.fetch_all([pages.url("/boiling")])
+        assert result[pages.url("/boiling")].original_status == 200
+    assert len(_cache_warnings(caplog)) == 1, caplog.text  # one warning, not one per read and write
     with pytest.raises(StoreError, match="not a usable page cache"):
         len(PageCache(path))
+
+
+async def test_a_cache_file_damaged_mid_run_is_given_up_with_one_warning(
+    pages: FixtureServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "c.sqlite3"
+    cache = PageCache(path)
+    inner = CountingFetcher()
+    fetcher = FetchOnce(inner, store=cache)
+    urls = [pages.url("/boiling"), pages.url("/tomatoes")]
+    await fetcher.fetch_all(urls)
+    await fetcher.fetch_all(urls)
+    assert len(inner.calls) == 1  # the second call came from the cache
+    cache.close()
+    damage(path)
+    for _ in range(3):
+        result = await fetcher.fetch_all(urls)
+        assert [p.original_status for p in result.values()] == [200, 200]
+    assert len(inner.calls) == 4  # fetched each time now
+    assert cache.damaged is not None and "malformed" in cache.damaged
+    warnings = _cache_warnings(caplog)
+    assert len(warnings) == 1 and str(path) in warnings[0], caplog.text
 
 
 def test_text_is_stored_compressed(tmp_path: Path) -> None:

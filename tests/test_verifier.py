@@ -278,3 +278,15 @@ def test_a_page_our_code_cannot_read_is_internal_error_for_that_page_only(fetche
     v = Verifier(fetcher=MalformedPageFetcher(), judge=OverlapJudge(), embedder=HashEmbedder())
     report = v.verify(CLAIM, ["https://a.example/broken"])
     assert [(c.label, c.reason) for c in report.citations] == [(Label.not_found, "internal_error")]
+
+
+def test_a_judge_lacking_part_of_the_protocol_is_refused_naming_what_it_lacks() -> None:
+    class HalfJudge:
+        name = "mine"
+        model = "m"
+
+        async def judge(self, requests: object) -> list[object]:
+            return []
+
+    with pytest.raises(TypeError, match=r"HalfJudge is not a Judge: it lacks cpu_bound, load"):
+        Verifier(judge=HalfJudge(), fetcher=StaticFetcher({}), embedder=HashEmbedder())  # type: ignore[arg-type]

@@ -5,6 +5,8 @@
   :class:`~guardrail.fetch.once.FetchOnce`).
 * :class:`AuditStore`: one row per decided citation, with the exact text the judge saw
   (:mod:`guardrail.replay` reads it back, through the Crawlbase Storage API for pages with a rid).
+* :class:`AuditWriter`: the recorder the apps use: rows written from a thread of its own, kept
+  and retried while the store cannot take them, a bounded queue, losses counted.
 
 Locations: ``GUARDRAIL_CACHE`` and ``GUARDRAIL_AUDIT_DB`` (``off`` turns a store off). The
 library uses a store only when it is given one (or the variable is set and the caller
@@ -18,10 +20,13 @@ from guardrail.store._sqlite import StoreError
 from guardrail.store.audit import AuditRecord, AuditStore, ExportFormat, content_hash, parse_since
 from guardrail.store.cache import CacheClass, FetchOptions, PageCache, cache_class, cache_key
 from guardrail.store.paths import default_audit_path, default_cache_path, resolve_path, user_cache_dir
+from guardrail.store.writer import AuditStatus, AuditWriter
 
 __all__ = [
     "AuditRecord",
+    "AuditStatus",
     "AuditStore",
+    "AuditWriter",
     "CacheClass",
     "ExportFormat",
     "FetchOptions",

@@ -21,7 +21,17 @@ MEMORY = ":memory:"
 
 
 class StoreError(RuntimeError):
-    """A store file cannot be used (newer schema, not a database); the message names the file."""
+    """A store file cannot be used (newer schema, not a database, damaged) or, with ``busy``,
+    another process held its lock past the busy timeout; the message names the file."""
+
+    def __init__(self, message: str, *, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    text = str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 class SQLiteFile:
@@ -71,7 +81,7 @@ class SQLiteFile:
             self._setup_with_retry(conn)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            if _is_busy(exc):
                 raise
             raise StoreError(f"{target} is not a usable {self.KIND} database: {exc}") from None
         except BaseException:
@@ -95,8 +105,7 @@ class SQLiteFile:
                 self._init_schema(conn)
                 return
             except sqlite3.OperationalError as exc:
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy or time.monotonic() + delay > deadline:
+                if not _is_busy(exc) or time.monotonic() + delay > deadline:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.25)
@@ -128,21 +137,35 @@ class SQLiteFile:
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, self._errors():
             yield self._connection()
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A short write transaction; callers prepare (compress, serialise) before entering it."""
-        with self._lock:
+        with self._lock, self._errors():
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # a failed COMMIT leaves it open too
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's errors as :class:`StoreError` naming the file: ``busy`` for a lock held past the
+        busy timeout, else a damaged or unusable file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            where = f"{self.KIND} {self.path or MEMORY}"
+            if _is_busy(exc):
+                raise StoreError(f"{where} is locked by another process: {exc}", busy=True) from None
+            raise StoreError(f"{where} cannot be used (damaged or not a database?): {exc}") from None
 
     def close(self) -> None:
         """Close this process's connection; the store reopens it on next use."""

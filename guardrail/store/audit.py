@@ -8,7 +8,10 @@ under the sha256 of their UTF-8 bytes, each distinct text once. ``content_hash``
 sha256 of the fetched page's text, so :meth:`AuditStore.replay` can prove that what it
 shows is byte for byte what the verifier had.
 
-Use an :class:`AuditStore` as a verifier recorder: ``Verifier(recorders=[store])``.
+Use an :class:`AuditStore` as a verifier recorder: ``Verifier(recorders=[store])`` (inline), or,
+as the apps do (:func:`guardrail.runtime.build_runtime`), behind an
+:class:`~guardrail.store.writer.AuditWriter` that writes from a thread of its own and keeps and
+retries rows while the store cannot take them.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from pydantic import BaseModel, Field
 
 from guardrail.core.schema import Label
+from guardrail.spreadsheet import csv_cell
 from guardrail.store._sqlite import SQLiteFile, StoreError
 
 if TYPE_CHECKING:
@@ -73,20 +77,27 @@ class AuditRecord(BaseModel):
     passages: list[str] = Field(default_factory=list, description="The passages shown to the judge.")
 
 
+_MIN_ROWID, _MAX_ROWID = -(2**63), 2**63 - 1
+"""SQLite's integer range: an id outside it cannot name a row (and would overflow the query)."""
+
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.I)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_since(value: str, *, now: datetime | None = None) -> datetime:
-    """``"24h"``, ``"7d"``, ``"30m"`` (ago) or an ISO date/time (UTC when no zone) as a UTC datetime."""
+    """``"24h"``, ``"7d"``, ``"30m"`` (ago) or an ISO date/time (UTC when no zone) as a UTC datetime;
+    ValueError for anything else, an age too far back included."""
     match = _RELATIVE.match(value)
     now = now or datetime.now(timezone.utc)
     if match:
-        return now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+        try:
+            return now - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+        except OverflowError:
+            raise ValueError(f"since is too far back (got {value[:40]!r})") from None
     try:
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"since must be an ISO date/time or an age like 24h, 7d, 30m (got {value!r})") from None
+        raise ValueError(f"since must be an ISO date/time or an age like 24h, 7d, 30m (got {value[:40]!r})") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
@@ -105,10 +116,11 @@ class AuditStore(SQLiteFile):
 
     Safe to share between threads and processes (WAL, busy timeout, one short transaction
     per row). ``store_texts=False`` keeps hashes and passages but not the page texts.
-    Recording runs inline on the caller's thread (the verifier calls recorders from its event
-    loop): measured on 2 cores, 0.26 ms a row when the page text is already stored, about
-    1 ms when a new 100 kB page is hashed, compressed and stored. Transactions are one row
-    long, so a writer in another process makes it wait milliseconds, not seconds.
+    Used directly as a recorder, recording runs inline on the caller's thread (the verifier
+    calls recorders from its event loop): measured on 2 cores, 0.26 ms a row when the page text
+    is already stored, about 1 ms when a new 100 kB page is hashed, compressed and stored; but a
+    writer in another process holding the lock makes it wait up to the busy timeout, which is why
+    the apps put an :class:`~guardrail.store.writer.AuditWriter` in between.
     """
 
     KIND = "audit store"
@@ -255,7 +267,9 @@ class AuditStore(SQLiteFile):
         )
 
     def get(self, record_id: int) -> AuditRecord | None:
-        """The row with ``record_id``, or None."""
+        """The row with ``record_id``, or None (also for an id no SQLite row can have)."""
+        if not _MIN_ROWID <= record_id <= _MAX_ROWID:
+            return None
         with self._read() as conn:
             row = conn.execute(f"SELECT {_COLUMNS} FROM decisions WHERE id = ?", (record_id,)).fetchone()
         return None if row is None else self._to_record(row)
@@ -359,8 +373,9 @@ class AuditStore(SQLiteFile):
         since: datetime | float | str | None = None,
         url_contains: str | None = None,
     ) -> int:
-        """Write matching rows to ``out`` as JSON lines or CSV (passages as a JSON list); returns
-        the row count. Page texts are not exported: ``content_hash`` names them."""
+        """Write matching rows to ``out`` as JSON lines or CSV (passages as a JSON list; text that a
+        spreadsheet would run as a formula prefixed with ``'``); returns the row count. Page texts
+        are not exported: ``content_hash`` names them."""
         if fmt not in ("jsonl", "csv"):
             raise ValueError(f"format must be jsonl or csv (got {fmt!r})")
         rows = self.iter_records(label=label, since=since, url_contains=url_contains)
@@ -376,6 +391,6 @@ class AuditStore(SQLiteFile):
         for record in rows:
             data = record.model_dump(mode="json")
             data["passages"] = json.dumps(record.passages, ensure_ascii=False)
-            writer.writerow({k: "" if data[k] is None else data[k] for k in fields})
+            writer.writerow({k: csv_cell(data[k]) for k in fields})
             n += 1
         return n

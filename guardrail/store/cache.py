@@ -33,7 +33,7 @@ from pydantic import SecretStr
 
 from guardrail.core.interpret import interpret
 from guardrail.core.schema import FetchedPage, Reason
-from guardrail.store._sqlite import SQLiteFile
+from guardrail.store._sqlite import SQLiteFile, StoreError
 
 log = logging.getLogger("guardrail.store")
 
@@ -95,8 +95,11 @@ class PageCache(SQLiteFile):
     """Fetched pages in a SQLite file, served until their TTL runs out.
 
     Safe to share between threads, and between processes opening the same file (WAL mode,
-    busy timeout, one short transaction per call). ``ttl`` applies at read time too, so
-    lowering it expires older entries at once. ``clock`` returns Unix seconds (for tests).
+    busy timeout, one short transaction per call). A file found damaged while in use is given up
+    with one warning: reads miss and writes are skipped from then on (a page cache only saves
+    time); a lock held by another process past the busy timeout raises StoreError (``busy``).
+    ``ttl`` applies at read time too, so lowering it expires older entries at once. ``clock``
+    returns Unix seconds (for tests).
     """
 
     KIND = "page cache"
@@ -134,6 +137,8 @@ class PageCache(SQLiteFile):
         self.transient_ttl = transient_ttl
         self.clock = clock
         self._last_sweep = float("-inf")
+        self.damaged: str | None = None
+        """Why the file stopped being used mid-run (damaged), or None."""
 
     def ttl_for(self, page: FetchedPage) -> float:
         """Seconds ``page`` may be served from the cache (0: not stored)."""
@@ -153,22 +158,13 @@ class PageCache(SQLiteFile):
     ) -> dict[str, FetchedPage]:
         """Fresh cached pages for those of ``urls`` that have one, keyed by URL."""
         keys = {cache_key(u, fetcher, options): u for u in dict.fromkeys(urls)}
-        if not keys:
+        if not keys or self.damaged is not None:
             return {}
-        now = self.clock()
-        rows: list[tuple[str, str, bytes]] = []
-        key_list = list(keys)
-        with self._read() as conn:
-            for start in range(0, len(key_list), 500):  # stay under SQLite's bound-parameter limit
-                chunk = key_list[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows.extend(
-                    conn.execute(
-                        f"SELECT key, meta, body FROM pages WHERE key IN ({marks}) "
-                        "AND expires_at > ? AND stored_at > ?",
-                        (*chunk, now, now - self.ttl),
-                    ).fetchall()
-                )
+        try:
+            rows = self._select(list(keys))
+        except StoreError as exc:
+            self._give_up(exc)
+            return {}
         found: dict[str, FetchedPage] = {}
         for key, meta, body in rows:
             try:
@@ -178,6 +174,31 @@ class PageCache(SQLiteFile):
             except (ValueError, zlib.error) as exc:  # a damaged row is a miss, never a wrong page
                 log.warning("ignoring damaged page-cache entry for %s: %s", keys[key], exc)
         return {u: found[u] for u in keys.values() if u in found}
+
+    def _select(self, keys: list[str]) -> list[tuple[str, str, bytes]]:
+        now = self.clock()
+        rows: list[tuple[str, str, bytes]] = []
+        with self._read() as conn:
+            for start in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows.extend(
+                    conn.execute(
+                        f"SELECT key, meta, body FROM pages WHERE key IN ({marks}) "
+                        "AND expires_at > ? AND stored_at > ?",
+                        (*chunk, now, now - self.ttl),
+                    ).fetchall()
+                )
+        return rows
+
+    def _give_up(self, exc: StoreError) -> None:
+        """Stop using a damaged file (one warning; the cache only saves time); a lock held by
+        another process is raised as it is, since it passes."""
+        if exc.busy:
+            raise exc
+        if self.damaged is None:
+            self.damaged = str(exc)
+            log.warning("page cache not used from now on, pages are fetched instead: %s", exc)
 
     # -- writes ----------------------------------------------------------------
 
@@ -197,19 +218,27 @@ class PageCache(SQLiteFile):
             meta = page.model_dump(mode="json", exclude={"text"})
             body = zlib.compress(page.text.encode("utf-8"), 6)
             rows.append((cache_key(url, fetcher, options), url, fetcher, opts, now, now + ttl, json.dumps(meta), body))
-        if rows:
-            with self._write() as conn:
-                conn.executemany("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-                if now - self._last_sweep >= self.SWEEP_INTERVAL:
-                    # Expired entries of URLs never fetched again would pile up: drop a bounded
-                    # batch now and then, inside a write that happens anyway, so it stays short.
-                    self._last_sweep = now
-                    conn.execute(
-                        "DELETE FROM pages WHERE rowid IN (SELECT rowid FROM pages WHERE expires_at <= ? "
-                        f"LIMIT {self.SWEEP_BATCH})",
-                        (now,),
-                    )
+        if not rows or self.damaged is not None:
+            return 0
+        try:
+            self._insert(rows, now)
+        except StoreError as exc:
+            self._give_up(exc)
+            return 0
         return len(rows)
+
+    def _insert(self, rows: list[tuple[Any, ...]], now: float) -> None:
+        with self._write() as conn:
+            conn.executemany("INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            if now - self._last_sweep >= self.SWEEP_INTERVAL:
+                # Expired entries of URLs never fetched again would pile up: drop a bounded
+                # batch now and then, inside a write that happens anyway, so it stays short.
+                self._last_sweep = now
+                conn.execute(
+                    "DELETE FROM pages WHERE rowid IN (SELECT rowid FROM pages WHERE expires_at <= ? "
+                    f"LIMIT {self.SWEEP_BATCH})",
+                    (now,),
+                )
 
     def delete(self, url: str, *, fetcher: str, options: FetchOptions | None = None) -> bool:
         """Forget the cached page for ``url``; True when there was one."""

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
+from guardrail.apps.batch.checkpoint import (
+    BatchLockedError,
+    BatchOutputError,
+    Checkpoint,
+    checkpoint_path,
+    lock_path,
+)
 from guardrail.apps.batch.engine import BatchResult, arun_batch, arun_batch_file
 from guardrail.apps.batch.results import CitationRow, RowResult
 from guardrail.apps.batch.rows import BatchInputError, BatchRow, read_rows
@@ -20,6 +26,8 @@ from guardrail.apps.batch.summary import BatchSummary, summarize, write_csv
 
 __all__ = [
     "BatchInputError",
+    "BatchLockedError",
+    "BatchOutputError",
     "BatchResult",
     "BatchRow",
     "BatchSummary",
@@ -29,6 +37,7 @@ __all__ = [
     "arun_batch",
     "arun_batch_file",
     "checkpoint_path",
+    "lock_path",
     "read_rows",
     "render_html",
     "summarize",

@@ -27,6 +27,7 @@ from guardrail.apps.batch.rows import BatchRow, read_rows
 from guardrail.apps.batch.summary import BatchSummary, summarize, write_csv
 from guardrail.core.schema import Reason
 from guardrail.extras import require_extra
+from guardrail.limits import RequestLimitError
 from guardrail.settings import ConfigurationError
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ async def _verify_row(verifier: Verifier, row: BatchRow) -> RowResult:
             result.error = f"verdicts rest on failures of ours ({counted}); verified again on the next run"
     except ConfigurationError:
         raise  # a missing token fails every row alike: stop the run, keep the checkpoint
+    except RequestLimitError as exc:  # the row asks for more work than allowed: its own error, no traceback
+        log.warning("row %s (line %d): %s", row.id, row.line, exc)
+        result = RowResult(**base, error=f"{type(exc).__name__}: {exc}")
     except Exception as exc:
         log.exception("row %s (line %d) failed", row.id, row.line)
         result = RowResult(**base, error=f"{type(exc).__name__}: {exc}")
@@ -139,17 +143,22 @@ async def arun_batch_file(
     ``fresh``), then write the CSV to ``out`` and, if asked, the HTML report.
 
     ``on_start(total_rows, rows_already_done)`` is called once before verifying. Raises
-    :class:`~guardrail.apps.batch.rows.BatchInputError` for a bad input file, before verifying
-    anything.
+    :class:`~guardrail.apps.batch.rows.BatchInputError` for a bad input file,
+    :class:`~guardrail.apps.batch.checkpoint.BatchOutputError` for an ``out`` that cannot be
+    written and :class:`~guardrail.apps.batch.checkpoint.BatchLockedError` while another run
+    writes the same ``out``, all before verifying anything.
     """
     rows = read_rows(input_path)
     checkpoint = Checkpoint(checkpoint_path(out))
-    if fresh:
-        checkpoint.reset()
-    if on_start is not None:
-        done = checkpoint.load()
-        on_start(len(rows), sum(1 for r in rows if is_done(r, done)))
-    results, resumed = await arun_batch(rows, verifier, checkpoint=checkpoint, concurrency=concurrency, on_row=on_row)
+    with checkpoint.locked(out):
+        if fresh:
+            checkpoint.reset()
+        if on_start is not None:
+            done = checkpoint.load()
+            on_start(len(rows), sum(1 for r in rows if is_done(r, done)))
+        results, resumed = await arun_batch(
+            rows, verifier, checkpoint=checkpoint, concurrency=concurrency, on_row=on_row
+        )
     return finish_run(input_path, out, results, resumed=resumed, html_path=html_path)
 
 

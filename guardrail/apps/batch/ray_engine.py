@@ -234,35 +234,47 @@ def run_ray_batch_file(
     on_row: Callable[[RowResult], None] | None = None,
 ) -> BatchResult:
     """``guardrail batch --engine ray``: like :func:`~guardrail.apps.batch.engine.arun_batch_file`
-    (same checkpoint, CSV, HTML and figures), the rows verified by a Ray actor pool."""
+    (same checkpoint, lock, CSV, HTML and figures), the rows verified by a Ray actor pool."""
     require_ray()
-    import ray
-
     options = options or RayOptions()
     rows = read_rows(input_path)
     checkpoint = Checkpoint(checkpoint_path(out))
-    if fresh:
-        checkpoint.reset()
-    done = checkpoint.load()
-    pending = [row for row in rows if not is_done(row, done)]
-    if on_start is not None:
-        on_start(len(rows), len(rows) - len(pending))
-    fresh_results: dict[str, RowResult] = {}
-    if pending:
-        started = _connect(options)
-        try:
-            results = verify_dataset(_dataset_of(pending, options), settings, options)
-            for record in results.iter_rows():
-                result = RowResult.model_validate_json(record["result"])
-                if result.id in fresh_results:  # a block verified again after its actor died
-                    continue
-                checkpoint.append(result)
-                fresh_results[result.id] = result
-                if on_row is not None:
-                    on_row(result)
-        finally:
-            if started:
-                ray.shutdown()
+    with checkpoint.locked(out):  # one run per --out, whatever the engine
+        if fresh:
+            checkpoint.reset()
+        done = checkpoint.load()
+        pending = [row for row in rows if not is_done(row, done)]
+        if on_start is not None:
+            on_start(len(rows), len(rows) - len(pending))
+        fresh_results = _verify_pending(pending, checkpoint, settings, options, on_row) if pending else {}
     by_id = {**{r.id: r for r in done.values()}, **fresh_results}
     ordered = [by_id[row.id].model_copy(update={"line": row.line}) for row in rows]
     return finish_run(input_path, out, ordered, resumed=len(rows) - len(pending), html_path=html_path)
+
+
+def _verify_pending(
+    pending: Sequence[BatchRow],
+    checkpoint: Checkpoint,
+    settings: Settings,
+    options: RayOptions,
+    on_row: Callable[[RowResult], None] | None,
+) -> dict[str, RowResult]:
+    """Verify ``pending`` on the actor pool, each result appended to ``checkpoint`` as it comes."""
+    import ray
+
+    fresh_results: dict[str, RowResult] = {}
+    started = _connect(options)
+    try:
+        results = verify_dataset(_dataset_of(pending, options), settings, options)
+        for record in results.iter_rows():
+            result = RowResult.model_validate_json(record["result"])
+            if result.id in fresh_results:  # a block verified again after its actor died
+                continue
+            checkpoint.append(result)
+            fresh_results[result.id] = result
+            if on_row is not None:
+                on_row(result)
+    finally:
+        if started:
+            ray.shutdown()
+    return fresh_results

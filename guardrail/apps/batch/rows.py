@@ -95,6 +95,8 @@ def _parse_row(line: int, raw: str) -> BatchRow:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
     return row_from_data(line, data)
 
 
@@ -115,13 +117,19 @@ def read_rows(path: str | os.PathLike[str]) -> list[BatchRow]:
     line (``file:line: problem``) or duplicate id, so nothing is verified from a broken file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise BatchInputError(f"cannot read {path}: {exc}") from None
     rows: list[BatchRow] = []
     errors: list[str] = []
     first_line: dict[str, int] = {}
-    for n, raw in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only: str.splitlines() would also cut a valid row at U+2028, U+2029 or U+0085.
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        try:
+            raw = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(f"{path}:{n}: not UTF-8 text: {exc.reason} at byte {exc.start}")
+            continue
         if not raw.strip():
             continue
         try:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from guardrail.apps.batch.files import atomic_text_file
 from guardrail.apps.batch.results import CitationRow, RowResult
 from guardrail.core.schema import Label, VerdictKind
+from guardrail.spreadsheet import csv_cell
 
 __all__ = ["BatchSummary", "format_precision", "summarize", "write_csv"]
 
@@ -100,11 +101,12 @@ def summarize(results: Sequence[RowResult], *, resumed: int = 0) -> BatchSummary
 
 
 def write_csv(results: Sequence[RowResult], path: str | os.PathLike[str]) -> int:
-    """Write one CSV line per citation (see :class:`CitationRow`) atomically; returns the count."""
+    """Write one CSV line per citation (see :class:`CitationRow`) atomically; returns the count.
+    Text cells are made safe to open in a spreadsheet (:func:`csv_cell`)."""
     lines = [c for r in results for c in r.citation_rows()]
     with atomic_text_file(Path(path), newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(CitationRow.model_fields))
         writer.writeheader()
         for c in lines:
-            writer.writerow({k: "" if v is None else v for k, v in c.model_dump().items()})
+            writer.writerow({k: csv_cell(v) for k, v in c.model_dump().items()})
     return len(lines)

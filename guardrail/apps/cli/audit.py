@@ -201,7 +201,7 @@ def list_command(
     as_json: JsonOption = False,
 ) -> None:
     """List recorded decisions, newest first."""
-    with _reading_audit(db, ValueError) as store:
+    with _reading_audit(db, ValueError, StoreError) as store:
         records = store.list_records(label=label, since=since, url_contains=url, limit=limit)
     if as_json:
         sys.stdout.write(json.dumps([r.model_dump(mode="json") for r in records], indent=2) + "\n")
@@ -263,7 +263,7 @@ def export_command(
     if fmt.strip().lower() not in ("jsonl", "csv"):
         raise bad_input(f"--format must be jsonl or csv (got {fmt!r})")
     kind = cast(ExportFormat, fmt.strip().lower())
-    with _reading_audit(db, ValueError) as store:
+    with _reading_audit(db, ValueError, StoreError, OSError) as store:
         if out_file is None:
             count = store.export(sys.stdout, kind, label=label, since=since, url_contains=url)
         else:

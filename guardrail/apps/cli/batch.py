@@ -66,8 +66,10 @@ def batch_command(
     """Verify every row of a JSONL file and report citation precision (supported / all citations).
 
     Resumable: each finished row is checkpointed next to --out (OUT.checkpoint.jsonl); a rerun skips
-    the rows already done. Exit 0 when every row was verified, 1 when some failed, 2 on bad input
-    (and when --engine ray is asked for without Ray installed).
+    the rows already done. One run at a time per --out (OUT.lock), whatever the engine. Exit 0 when
+    every row was verified, 1 when some failed, 2 on bad input (or an --out that cannot be written, or
+    is in use, or --engine ray without Ray installed), 4 when decisions could not be recorded in the
+    audit store.
     """
     if engine not in ("local", "ray"):
         raise bad_input(f"--engine must be local or ray (got {engine!r})")
@@ -100,6 +102,8 @@ def batch_command(
         )
     except (BatchInputError, ConfigurationError) as exc:
         raise bad_input(str(exc)) from None
+    except OSError as exc:  # the report could not be written at the end (disk full, folder gone)
+        raise bad_input(f"cannot write the report: {exc}") from None
     if code:
         raise typer.Exit(code)
 
@@ -148,8 +152,9 @@ def run_batch_cli(
 ) -> int:
     """``guardrail batch``: verify with the settings' verifier and stores (or on Ray, given
     ``ray_options``), show a progress bar on ``err_console``, print the figures and the summary on
-    ``console``. Returns the exit code (0, or 1 when some rows failed); raises BatchInputError /
-    ConfigurationError for bad input."""
+    ``console``. Returns the exit code (0; 1 when some rows failed; 4 when decisions could not be
+    recorded in the audit store); raises BatchInputError (also for an ``out`` that cannot be written
+    or is locked by another run) / ConfigurationError for bad input."""
     read_rows(input_path)  # bad input is reported before any store is opened
     progress = _Progress(err_console)
     if ray_options is not None:
@@ -184,8 +189,13 @@ def run_batch_cli(
                 )
             )
     finally:
-        run.close()
-    return _print_summary(outcome.summary, out, html_path, console, err_console)
+        run.close()  # waits a while for audit rows still queued
+    code = _print_summary(outcome.summary, out, html_path, console, err_console)
+    try:
+        run.fail_if_not_recorded()
+    except typer.Exit as exit_:
+        code = exit_.exit_code
+    return code
 
 
 def _print_summary(

@@ -128,8 +128,29 @@ class CliRun:
         )
 
     def close(self) -> None:
-        """Close the stores."""
+        """Close the stores, once the audit rows still queued are written (or given up on)."""
         self.runtime.close()
+
+    def fail_if_not_recorded(self) -> None:
+        """Exit 4 after saying so when decisions could not be recorded in the audit store (call
+        after :meth:`close`): the user asked for a record, and it is incomplete."""
+        status = self.runtime.audit_status
+        if status is None or not status.lost:
+            return
+        why = status.error or "the store was too slow"
+        ui.err.print(
+            Text.assemble(
+                ("error:", "red"),
+                f" {status.lost} decision(s) could not be recorded in the audit store {status.path} ({why}); "
+                "the results above are complete, their audit record is not.",
+            ),
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_NOT_RECORDED)
+
+
+EXIT_NOT_RECORDED = 4
+"""Exit code when decisions could not be recorded in the audit store."""
 
 
 def open_run(settings: Settings, *, cache: bool, audit: bool, batch_judge_calls: bool = False) -> CliRun:
@@ -143,7 +164,12 @@ def open_run(settings: Settings, *, cache: bool, audit: bool, batch_judge_calls:
     ids: list[int] = []
     try:
         runtime = build_runtime(
-            settings, cache=cache, audit=audit, on_audit=ids.append, batch_judge_calls=batch_judge_calls
+            settings,
+            cache=cache,
+            audit=audit,
+            on_audit=ids.append,
+            audit_flush_timeout=settings.audit_wait,
+            batch_judge_calls=batch_judge_calls,
         )
     except StoreError as exc:
         raise bad_input(f"{exc} (pass --no-audit, or set GUARDRAIL_AUDIT_DB to another file)") from None

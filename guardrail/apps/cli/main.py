@@ -94,7 +94,8 @@ def verify(
         ),
     ] = True,
 ) -> None:
-    """Verify one claim against the URLs it cites (exit 0 whatever the verdict, 2 on bad input)."""
+    """Verify one claim against the URLs it cites (exit 0 whatever the verdict, 2 on bad input, 4 when
+    the decisions could not be recorded in the audit store)."""
 
     if not claim.strip():
         raise bad_input("--claim must not be empty")
@@ -114,9 +115,12 @@ def verify(
     else:
         render_claim_report(report, ui.out)
         run.hint()
+    run.fail_if_not_recorded()
 
 
 EXIT_BLOCKED = 1
+GRACEFUL_TIMEOUT = 5
+"""Seconds ``guardrail serve`` gives in-flight requests on SIGTERM before cancelling their work."""
 
 
 class PolicyChoice(Enum):
@@ -169,48 +173,54 @@ def load_sources_file(path: Path) -> list[object]:
     return sources
 
 
+SourcesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--sources",
+        help="Sources the answer's \\[n] markers refer to: a JSON list of URLs or {url, text} objects, "
+        "or a text file with one URL per line.",
+        show_default=False,
+    ),
+]
+CheckPolicyOption = Annotated[
+    PolicyChoice,
+    typer.Option(
+        "--policy",
+        help="annotate: a badge on every citation; default: flag doubtful citations, replace dead "
+        "links with a badge; strip: remove every citation that is not supported; block: withhold the "
+        "answer unless every citation is supported; strict: default, but withhold on a contradiction.",
+        case_sensitive=False,
+    ),
+]
+CheckFormatOption = Annotated[
+    CheckFormat,
+    typer.Option(
+        "--format",
+        help="markdown or html badges in the guarded answer; json: the guarded answer, the actions "
+        "and the full report as JSON.",
+        case_sensitive=False,
+    ),
+]
+MinConfidenceOption = Annotated[
+    float,
+    typer.Option(
+        "--min-confidence",
+        min=0.0,
+        max=1.0,
+        help="A supported or contradicted verdict less confident than this counts as unverified (not_found).",
+    ),
+]
+
+
 @app.command()
 def check(
     answer_file: Annotated[
         str, typer.Argument(metavar="ANSWER_FILE|-", help="The answer to guard (markdown), or - for stdin.")
     ],
-    sources_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--sources",
-            help="Sources the answer's \\[n] markers refer to: a JSON list of URLs or {url, text} objects, "
-            "or a text file with one URL per line.",
-            show_default=False,
-        ),
-    ] = None,
-    policy: Annotated[
-        PolicyChoice,
-        typer.Option(
-            "--policy",
-            help="annotate: a badge on every citation; default: flag doubtful citations, replace dead "
-            "links with a badge; strip: remove every citation that is not supported; block: withhold the "
-            "answer unless every citation is supported; strict: default, but withhold on a contradiction.",
-            case_sensitive=False,
-        ),
-    ] = PolicyChoice.annotate,
-    fmt: Annotated[
-        CheckFormat,
-        typer.Option(
-            "--format",
-            help="markdown or html badges in the guarded answer; json: the guarded answer, the actions "
-            "and the full report as JSON.",
-            case_sensitive=False,
-        ),
-    ] = CheckFormat.markdown,
-    min_confidence: Annotated[
-        float,
-        typer.Option(
-            "--min-confidence",
-            min=0.0,
-            max=1.0,
-            help="A supported or contradicted verdict less confident than this counts as unverified (not_found).",
-        ),
-    ] = 0.0,
+    sources_file: SourcesOption = None,
+    policy: CheckPolicyOption = PolicyChoice.annotate,
+    fmt: CheckFormatOption = CheckFormat.markdown,
+    min_confidence: MinConfidenceOption = 0.0,
     allow_private_hosts: AllowPrivate = False,
     cache: UseCache = True,
     audit: UseAudit = True,
@@ -218,7 +228,8 @@ def check(
     """Guard a whole answer: verify every citation in it and print it with the policy applied.
 
     Exit 0 when the guarded answer is printed, 1 when the policy blocked it (still printed), 2 on bad input,
-    3 when a citation could not be checked because of a failure of our own (internal_error).
+    3 when a citation could not be checked because of a failure of our own (internal_error), 4 when
+    decisions could not be recorded in the audit store.
     """
     from guardrail.core.policy import GuardedAnswer, Policy, apply_policy
 
@@ -248,6 +259,7 @@ def check(
         ui.err.print(f"overall: {label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
         run.hint()
     fail_on_internal_errors(report)
+    run.fail_if_not_recorded()
     if guarded.blocked:
         raise typer.Exit(EXIT_BLOCKED)
 
@@ -317,12 +329,28 @@ def serve(
         typer.Option("--max-body-bytes", help="Request body cap (default GUARDRAIL_MAX_BODY_BYTES, 8 MiB).", min=1),
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    graceful_timeout: Annotated[
+        int,
+        typer.Option(
+            "--graceful-timeout",
+            help="Seconds in-flight requests get to finish on SIGTERM before their work is cancelled.",
+            min=0,
+        ),
+    ] = GRACEFUL_TIMEOUT,
 ) -> None:
-    """Serve the HTTP API: /verify, /v1/check-grounding (Vertex compatible), /v1/guard, /health, /docs."""
+    """Serve the HTTP API: /verify, /v1/check-grounding (Vertex compatible), /v1/guard, /health, /docs.
+
+    On SIGTERM the service stops accepting connections, gives in-flight requests --graceful-timeout
+    seconds, cancels their work, writes the audit rows still queued (briefly) and exits. Request
+    heads over 32 KiB answer 431; a head not complete within 10 s, or a body not complete within
+    GUARDRAIL_BODY_TIMEOUT, closes the connection.
+    """
     import os
 
     require_extra("server", "guardrail serve")
     import uvicorn
+
+    from guardrail.apps.server.protocol import MAX_HEAD_BYTES, GuardedH11Protocol
 
     # The app is built by a factory in each worker process: flags travel as environment settings.
     if allow_private_hosts:
@@ -342,6 +370,9 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        http=GuardedH11Protocol,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        timeout_graceful_shutdown=graceful_timeout,
     )
 
 

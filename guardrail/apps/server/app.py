@@ -3,6 +3,7 @@ handlers and the routers together; :func:`app_from_env` is what ``guardrail serv
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,7 +12,7 @@ from fastapi import FastAPI
 from guardrail import __version__
 from guardrail.apps.server.dependencies import state_of
 from guardrail.apps.server.errors import EXCEPTION_HANDLERS
-from guardrail.apps.server.middleware import BearerAuth, BodyLimit
+from guardrail.apps.server.middleware import BearerAuth, BodyLimit, InFlight, RequestWork
 from guardrail.apps.server.routes import ROUTERS
 from guardrail.apps.server.state import ServiceState
 from guardrail.fetch.base import Fetcher
@@ -19,6 +20,9 @@ from guardrail.settings import Settings
 from guardrail.verifier import Verifier
 
 __all__ = ["app_from_env", "create_app"]
+
+SETTLE_SECONDS = 2.0
+"""How long the shutdown waits for requests still running (those the server cancelled answer 503)."""
 
 _DESCRIPTION = (
     "Check that the URLs an LLM cites really say what its answer claims, "
@@ -56,7 +60,11 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.guardrail = state
-    app.add_middleware(BodyLimit, max_body_bytes=cap)
+    # Added innermost first: the token is checked, then the body read (capped, in time), then the
+    # request's work runs under its deadline, cancelled if the client leaves.
+    app.state.inflight = InFlight()
+    app.add_middleware(RequestWork, timeout=state.settings.request_timeout, inflight=app.state.inflight)
+    app.add_middleware(BodyLimit, max_body_bytes=cap, body_timeout=state.settings.body_timeout)
     if state.api_key is not None:  # added last, so it runs first: no body is read without the token
         app.add_middleware(BearerAuth, api_key=state.api_key)
     for router in ROUTERS:
@@ -72,7 +80,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        state.close()
+        inflight: InFlight = app.state.inflight
+        await inflight.settle(SETTLE_SECONDS)  # requests cancelled at shutdown send their 503
+        await asyncio.to_thread(state.close)  # waits briefly for queued audit rows
 
 
 def app_from_env() -> FastAPI:

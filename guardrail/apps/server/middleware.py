@@ -1,14 +1,18 @@
-"""Pure ASGI middleware: the bearer token and the request-body cap.
+"""Pure ASGI middleware: the bearer token, the request-body cap and deadline, and the work of a
+request bounded in time and cancelled when its client leaves.
 
-Both sit in front of routing, so they also cover ``/docs``, ``/openapi.json`` and unknown paths,
-and both answer before a route (or FastAPI's body parsing) reads anything:
+All sit in front of routing, so they also cover ``/docs``, ``/openapi.json`` and unknown paths,
+and all answer before a route (or FastAPI's body parsing) reads anything:
 
 * :class:`BearerAuth` refuses a request without the token before its body is read, so that a
   caller without the key can neither make the service buffer a body nor learn from a 422 what a
   valid one looks like. (A FastAPI dependency such as ``HTTPBearer`` runs only after the body has
   been read and validated, and not for the docs.)
-* :class:`BodyLimit` reads the body itself, up to the cap, so that a streamed (chunked) body is
-  refused as soon as it passes the cap; the app then gets the body already read, from memory.
+* :class:`BodyLimit` reads the body itself, up to the cap and within a deadline, so that a
+  streamed (chunked) body is refused as soon as it passes the cap and a body trickled in slowly
+  (slowloris) as soon as the deadline passes; the app then gets the body already read, from memory.
+* :class:`RequestWork` runs the app in a task of its own, cancelled when the client disconnects
+  (nobody is left to answer) or when the request's deadline passes (504).
 
 Header values are compared as the bytes that were sent (ASGI hands them over as bytes); where a
 header is repeated the last one counts.
@@ -16,14 +20,18 @@ header is repeated the last one counts.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
+from collections.abc import Iterator
 
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from guardrail.apps.server.errors import error_response
 
-__all__ = ["PUBLIC_PATHS", "BearerAuth", "BodyLimit"]
+__all__ = ["PUBLIC_PATHS", "BearerAuth", "BodyLimit", "InFlight", "RequestWork", "carries_token"]
 
 PUBLIC_PATHS = frozenset({"/health"})
 """Paths answered without the bearer token."""
@@ -58,9 +66,15 @@ class BearerAuth:
 
     def authorised(self, scope: Scope) -> bool:
         """Whether the request's ``Authorization`` header carries the bearer token."""
-        scheme, _, token = (_last_header(scope, "authorization") or b"").partition(b" ")
-        # compare_digest runs in time independent of where the first difference is.
-        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.api_key)
+        return carries_token(scope, self.api_key)
+
+
+def carries_token(scope: Scope, api_key: bytes) -> bool:
+    """Whether the request's (last) ``Authorization`` header is ``Bearer <api_key>`` (the scheme
+    case-insensitive, the token compared in constant time)."""
+    scheme, _, token = (_last_header(scope, "authorization") or b"").partition(b" ")
+    # compare_digest runs in time independent of where the first difference is.
+    return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), api_key)
 
 
 class _BadContentLength(Exception):
@@ -75,16 +89,24 @@ class _ClientGone(Exception):
     """The client disconnected before the body was complete."""
 
 
+class _BodyTooSlow(Exception):
+    """The body did not arrive within the deadline."""
+
+
 class BodyLimit:
     """Caps HTTP request bodies at ``max_body_bytes``: a declared ``Content-Length`` over the cap is
     refused before reading, a streamed body as soon as it passes the cap (413 and
-    ``Connection: close`` either way); an unreadable ``Content-Length`` answers 400."""
+    ``Connection: close`` either way); an unreadable ``Content-Length`` answers 400; a body not
+    complete within ``body_timeout`` seconds answers 408 and the connection is closed."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, body_timeout: float = 30.0) -> None:
         if max_body_bytes < 1:
             raise ValueError("max_body_bytes must be positive")
+        if body_timeout <= 0:
+            raise ValueError("body_timeout must be positive")
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Read the body up to the cap, then hand the app the request with that body."""
@@ -93,16 +115,26 @@ class BodyLimit:
             return
         try:
             self._check_declared_length(scope)
-            body = await self._read(receive)
+            body = await self._read_in_time(receive)
         except _BadContentLength:
             await error_response(400, "invalid Content-Length header")(scope, receive, send)
         except _BodyTooLarge:
             message = f"request body is larger than {self.max_body_bytes} bytes (GUARDRAIL_MAX_BODY_BYTES)"
             await error_response(413, message, {"Connection": "close"})(scope, receive, send)
+        except _BodyTooSlow:
+            message = f"request body not received within {self.body_timeout:g} s (GUARDRAIL_BODY_TIMEOUT)"
+            await error_response(408, message, {"Connection": "close"})(scope, receive, send)
         except _ClientGone:
             pass  # nobody to answer
         else:
             await self.app(scope, _Replay(body, receive), send)
+
+    async def _read_in_time(self, receive: Receive) -> bytes:
+        """:meth:`_read` within the body deadline; _BodyTooSlow after it."""
+        try:
+            return await asyncio.wait_for(self._read(receive), self.body_timeout)
+        except asyncio.TimeoutError:
+            raise _BodyTooSlow from None
 
     def _check_declared_length(self, scope: Scope) -> None:
         """_BodyTooLarge for a declared ``Content-Length`` over the cap, _BadContentLength for one
@@ -145,3 +177,143 @@ class _Replay:
             return await self.receive()
         body, self.body = self.body, None
         return {"type": "http.request", "body": body, "more_body": False}
+
+
+class RequestWork:
+    """Runs each HTTP request's app in a task of its own and cancels it when the client disconnects
+    after sending its body (the work would answer nobody) or when ``timeout`` seconds have passed
+    (then 504, naming ``GUARDRAIL_REQUEST_TIMEOUT``, if the response has not started). When the
+    server cancels the request at shutdown, the work is cancelled and the client told 503.
+
+    The server's ``receive`` is watched once the body has been handed to the app; later calls the
+    app makes get the disconnect from the watch. Cancelling the task cancels what it awaits:
+    fetches, queued judge calls and CPU work not yet started (see
+    :class:`~guardrail.bridges.CpuGate`); a worker thread already running finishes its current
+    chunk.
+    """
+
+    def __init__(self, app: ASGIApp, *, timeout: float, inflight: InFlight | None = None) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.app = app
+        self.timeout = timeout
+        self.inflight = inflight or InFlight()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the request, watching for the client leaving and for the deadline."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        with self.inflight.track():
+            await self._run(scope, receive, send)
+
+    async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
+        watch = _DisconnectWatch(receive)
+        sent = _SendTracker(send)
+        work = asyncio.ensure_future(self.app(scope, watch.receive, sent))
+        stopping = False
+        try:
+            await asyncio.wait({work, watch.gone}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            stopping = True  # the server is shutting down (its graceful timeout passed)
+        finally:
+            if not work.done():
+                work.cancel()
+            watch.stop()
+            await asyncio.gather(work, return_exceptions=True)
+        if work.cancelled():
+            if not watch.left and not sent.started:
+                await self._stopped_response(stopping)(scope, receive, send)
+            return
+        work.result()  # an exception of the app is raised here, for the server error handler
+
+    def _stopped_response(self, shutting_down: bool) -> Response:
+        """What a request whose work was stopped answers: 503 at shutdown, else 504 (its deadline)."""
+        if shutting_down:
+            message = "the service is shutting down; the request was stopped, try again"
+            return error_response(503, message, {"Connection": "close", "Retry-After": "1"})
+        message = f"the request took longer than {self.timeout:g} s and was stopped (GUARDRAIL_REQUEST_TIMEOUT)"
+        return error_response(504, message, {"Connection": "close"})
+
+
+class InFlight:
+    """The requests :class:`RequestWork` is running. At shutdown the server cancels those past its
+    graceful timeout and then shuts the app down; :meth:`settle` in the app's shutdown lets them
+    send their 503 first (else the event loop's final clean-up can cancel them again while they
+    answer, and the client sees the connection closed without an answer)."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[object]] = set()
+
+    @contextlib.contextmanager
+    def track(self) -> Iterator[None]:
+        """Count the current task in for the block."""
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - always inside a task under an ASGI server
+            yield
+            return
+        self._tasks.add(task)
+        try:
+            yield
+        finally:
+            self._tasks.discard(task)
+
+    async def settle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the requests still running to end."""
+        pending = {t for t in self._tasks if not t.done() and t is not asyncio.current_task()}
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+
+class _DisconnectWatch:
+    """The app's ``receive``: the server's until the body is complete, then a watch for the
+    client's disconnect (``gone`` resolves when it comes)."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self.left = False
+        self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def receive(self) -> Message:
+        if self._watcher is None:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self._set_gone()
+            elif not message.get("more_body", False):
+                self._watcher = asyncio.ensure_future(self._watch())
+            return message
+        await asyncio.shield(self.gone)
+        return {"type": "http.disconnect"}
+
+    async def _watch(self) -> None:
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self._set_gone()
+                return
+
+    def _set_gone(self) -> None:
+        self.left = True
+        if not self.gone.done():
+            self.gone.set_result(None)
+
+    def stop(self) -> None:
+        """Stop watching (the response is complete, or the work was stopped)."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+        if not self.gone.done():
+            self.gone.cancel()
+
+
+class _SendTracker:
+    """The server's ``send``, noting whether the response has started."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)

@@ -7,24 +7,23 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from guardrail.core.policy import POLICY_PRESETS, Policy
+from guardrail.store import AuditStatus
 
 __all__ = [
-    "MAX_URLS",
     "ComponentHealth",
     "FetcherHealth",
     "GuardRequest",
     "Health",
     "HealthStatus",
     "PolicySpec",
+    "PublicHealth",
     "VerifyRequest",
 ]
 
-MAX_URLS = 100
-"""Most URLs one ``/verify`` request may cite."""
-
 HealthStatus = Literal["ok", "degraded", "unavailable"]
-"""``ok``: every stage ready; ``degraded``: a model failed to load; ``unavailable``: a setting is
-missing or wrong."""
+"""``ok``: every stage ready; ``degraded``: a model failed to load, or the audit store cannot take
+its rows now (they are kept and retried) or lost some; ``unavailable``: a setting is missing or
+wrong."""
 
 
 def _not_blank(value: str, info: ValidationInfo) -> str:
@@ -49,7 +48,9 @@ class VerifyRequest(BaseModel):
     )
 
     claim: _Text = Field(description="The claim to check.")
-    urls: list[str] = Field(min_length=1, max_length=MAX_URLS, description="The URLs the claim cites.")
+    urls: list[str] = Field(
+        min_length=1, description="The URLs the claim cites (at most GUARDRAIL_MAX_URLS unique ones, default 100)."
+    )
 
 
 class PolicySpec(BaseModel):
@@ -131,12 +132,17 @@ class FetcherHealth(BaseModel):
     error: str | None = None
 
 
-class Health(BaseModel):
-    """``GET /health``."""
+class PublicHealth(BaseModel):
+    """``GET /health`` without the bearer token (when one is set): the status alone."""
 
     status: HealthStatus
+
+
+class Health(PublicHealth):
+    """``GET /health`` with the bearer token, or when none is set: the status and each stage."""
+
     judge: ComponentHealth
     embedder: ComponentHealth
     fetcher: FetcherHealth
-    audit: str | None = Field(default=None, description="The audit store file, if any.")
+    audit: AuditStatus | None = Field(default=None, description="The audit store, if any: rows written, waiting, lost.")
     auth: bool = Field(description="Whether routes other than /health need the bearer token.")

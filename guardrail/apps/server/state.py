@@ -7,13 +7,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from guardrail.apps.server.models import ComponentHealth, FetcherHealth, Health, HealthStatus
+from guardrail.apps.server.models import ComponentHealth, FetcherHealth, Health, HealthStatus, PublicHealth
 from guardrail.core.schema import JudgeRequest
 from guardrail.extras import install_command
 from guardrail.fetch.base import Fetcher
 from guardrail.judges.base import Judge
 from guardrail.retrieval import Embedder
-from guardrail.runtime import build_runtime
+from guardrail.runtime import Runtime, build_runtime
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.verifier import Verifier
 
@@ -22,6 +22,9 @@ __all__ = ["ServiceState"]
 log = logging.getLogger("guardrail.server")
 
 _NO_JUDGE = f"no judge is available: {install_command('local')} (the embedded judge) or set GUARDRAIL_JUDGE"
+
+SHUTDOWN_AUDIT_WAIT = 2.0
+"""Seconds the service waits at shutdown for audit rows still queued (the rest are logged as lost)."""
 
 
 @dataclass
@@ -37,6 +40,7 @@ class ServiceState:
     judge_loaded: bool | None = None
     embedder_loaded: bool = False
     warm_errors: dict[str, str] = field(default_factory=dict)
+    runtime: Runtime | None = None
     _closers: list[Callable[[], None]] = field(default_factory=list)
 
     @classmethod
@@ -58,10 +62,18 @@ class ServiceState:
             return cls(settings=settings or verifier.settings, verifier=verifier, warm=warm)
         state = cls(settings=settings or Settings.from_env(), verifier=None, warm=warm)
         try:
-            runtime = build_runtime(state.settings, cache=True, batch_judge_calls=True, fetcher=fetcher)
+            runtime = build_runtime(
+                state.settings,
+                cache=True,
+                batch_judge_calls=True,
+                fetcher=fetcher,
+                defer_audit_errors=True,  # an unusable audit store makes /health degraded, not a crash
+                audit_flush_timeout=SHUTDOWN_AUDIT_WAIT,
+            )
         except ConfigurationError as exc:
             state.config_error = str(exc)
             return state
+        state.runtime = runtime
         state.verifier = runtime.verifier
         state.cache_path = str(runtime.cache.path) if runtime.cache is not None else None
         state.audit_path = str(runtime.audit.path) if runtime.audit is not None else None
@@ -123,8 +135,13 @@ class ServiceState:
             except Exception:
                 log.exception("closing a store failed")
 
-    def health(self) -> Health:
-        """The readiness report of ``GET /health``."""
+    def health(self, *, detailed: bool = True) -> Health | PublicHealth:
+        """The readiness report of ``GET /health``; without ``detailed``, the status alone (no
+        paths, no settings, no error texts: what a caller without the token sees)."""
+        report = self._full_health()
+        return report if detailed else PublicHealth(status=report.status)
+
+    def _full_health(self) -> Health:
         fetcher = FetcherHealth(ssrf_guard=not self.settings.allow_private_hosts, cache=self.cache_path)
         auth = self.api_key is not None
         verifier = self.verifier
@@ -141,10 +158,11 @@ class ServiceState:
             error=self.warm_errors.get("embedder"),
         )
         judge = self._judge_health(verifier)
-        status: HealthStatus = "ok" if judge.ready and embedder.ready else "degraded"
+        audit = self.runtime.audit_status if self.runtime is not None else None
+        status: HealthStatus = "ok" if judge.ready and embedder.ready and (audit is None or audit.ok) else "degraded"
         if self.config_error is not None:
             status = "unavailable"
-        return Health(status=status, judge=judge, embedder=embedder, fetcher=fetcher, audit=self.audit_path, auth=auth)
+        return Health(status=status, judge=judge, embedder=embedder, fetcher=fetcher, audit=audit, auth=auth)
 
     def _judge_health(self, verifier: Verifier) -> ComponentHealth:
         """The judge's part of /health; a setting found missing now is kept in config_error."""

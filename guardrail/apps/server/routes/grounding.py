@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from guardrail.apps.server.dependencies import State
+from guardrail.apps.server.json_body import StrictJSONRoute
 from guardrail.grounding import CheckGroundingRequest, CheckGroundingResponse, acheck_grounding_request
 
 __all__ = ["VERTEX_PATH", "router"]
@@ -17,7 +18,7 @@ __all__ = ["VERTEX_PATH", "router"]
 VERTEX_PATH = "/{version}/projects/{{project}}/locations/{{location}}/groundingConfigs/{{config}}:check"
 """Vertex AI's check-grounding path, formatted with the API version."""
 
-router = APIRouter(tags=["grounding"])
+router = APIRouter(tags=["grounding"], route_class=StrictJSONRoute)
 
 _DOC: dict[str, Any] = {
     "response_model": CheckGroundingResponse,

@@ -1,18 +1,24 @@
-"""Routes about the service itself: ``GET /health`` (open without the bearer token)."""
+"""Routes about the service itself: ``GET /health`` (open without the bearer token, which then
+shows the status alone)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from guardrail.apps.server.dependencies import State
-from guardrail.apps.server.models import Health
+from guardrail.apps.server.json_body import StrictJSONRoute
+from guardrail.apps.server.middleware import carries_token
+from guardrail.apps.server.models import Health, PublicHealth
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["service"])
+router = APIRouter(tags=["service"], route_class=StrictJSONRoute)
 
 
-@router.get("/health", response_model=Health)
-async def health(state: State) -> Health:
-    """Which judge, embedder and fetcher the service uses, and whether each is loaded."""
-    return state.health()
+@router.get("/health", response_model=Health | PublicHealth)
+async def health(request: Request, state: State) -> Health | PublicHealth:
+    """The service's status; with the bearer token (or when none is set), also which judge,
+    embedder, fetcher and audit store it uses and how each is doing."""
+    key = state.api_key
+    detailed = key is None or carries_token(request.scope, key.encode("utf-8"))
+    return state.health(detailed=detailed)

@@ -9,24 +9,28 @@ from fastapi import APIRouter
 from fastapi.exceptions import RequestValidationError
 
 from guardrail.apps.server.dependencies import State
+from guardrail.apps.server.json_body import StrictJSONRoute
 from guardrail.apps.server.models import GuardRequest, VerifyRequest
 from guardrail.core.policy import GuardedAnswer, apply_policy
 from guardrail.core.schema import ClaimReport
+from guardrail.limits import RequestLimitError
 
 __all__ = ["router"]
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJSONRoute)
 
 
 @router.post("/verify", response_model=ClaimReport, tags=["verify"])
 async def verify(body: VerifyRequest, state: State) -> ClaimReport:
-    """Verify one claim against each URL it cites: one verdict per unique URL, and the overall label."""
+    """Verify one claim against each URL it cites: one verdict per unique URL, and the overall label
+    (422 above ``GUARDRAIL_MAX_URLS`` unique URLs, 413 for a claim above ``GUARDRAIL_MAX_ANSWER_CHARS``)."""
     return await state.require_verifier().averify(body.claim, body.urls)
 
 
 @router.post("/v1/guard", response_model=GuardedAnswer, tags=["guard"])
 async def guard(body: GuardRequest, state: State) -> GuardedAnswer:
-    """Verify every citation of an answer and apply the policy: badges, stripped links or a block."""
+    """Verify every citation of an answer and apply the policy: badges, stripped links or a block
+    (413 for an answer above ``GUARDRAIL_MAX_ANSWER_CHARS``, 422 above the claim, URL or check limits)."""
     try:
         policy = body.build_policy()
     except ValueError as exc:
@@ -34,6 +38,8 @@ async def guard(body: GuardRequest, state: State) -> GuardedAnswer:
     verifier = state.require_verifier()
     try:
         report = await verifier.averify_answer(body.answer, body.sources)
+    except RequestLimitError:
+        raise  # 413/422 naming the limit
     except (TypeError, ValueError) as exc:  # sources the extractor cannot use name their index
         raise _invalid("sources", exc) from None
     return await asyncio.to_thread(apply_policy, report, policy, body.format)

@@ -1,0 +1,455 @@
+"""The service under hostile requests: bodies that are not strict JSON, input over the work limits,
+422s that do not echo, a JSON 500, /health without the token, a locked or damaged audit store,
+the request deadline, a client leaving mid-request, slow bodies and heads, oversized heads and
+SIGTERM. A real uvicorn on loopback where the wire matters; pages from loopback servers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from guardrail import Settings, Verifier
+from guardrail.apps.server import create_app
+from guardrail.apps.server.protocol import MAX_HEAD_BYTES, GuardedH11Protocol
+from guardrail.store import AuditStore
+from tests.fakes import HashEmbedder, OverlapJudge, SlowCpuJudge
+from tests.fixtures.server import FixtureServer, Route, counting
+from tests.fixtures.uvicorn_server import served as uvicorn_served
+from tests.test_audit_writer import HeldLock
+from tests.test_store import damage
+
+CLAIM = "At sea level pure water boils at 100 degrees Celsius."
+NO_STORES = {"cache_path": "off", "audit_path": "off"}
+
+
+def fake_verifier(judge: OverlapJudge | None = None, **settings: object) -> Verifier:
+    return Verifier(
+        judge=judge or OverlapJudge(),
+        embedder=HashEmbedder(),
+        settings=Settings(allow_private_hosts=True, **NO_STORES, **settings),  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(create_app(verifier=fake_verifier(max_urls=3, max_answer_chars=500, max_claims=3))) as c:
+        yield c
+
+
+def assert_422(response: httpx.Response, loc: list[object]) -> dict[str, object]:
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert loc in [e["loc"] for e in body["detail"]], body
+    assert body["error"]["code"] == 422 and body["error"]["status"] == "INVALID_ARGUMENT"
+    return body
+
+
+# -- bodies that are not strict JSON ----------------------------------------------------------------
+
+
+def post_raw(client: TestClient, path: str, raw: bytes) -> httpx.Response:
+    return client.post(path, content=raw, headers={"Content-Type": "application/json"})
+
+
+def test_nan_and_infinity_answer_422_on_every_route(client: TestClient) -> None:
+    bodies = {
+        "/verify": b'{"claim": "x", "urls": [NaN]}',
+        "/v1/guard": b'{"answer": "A claim [1].", "sources": [Infinity]}',
+        "/v1/check-grounding": b'{"answerCandidate": "A.", "groundingSpec": {"citationThreshold": -Infinity}}',
+    }
+    for path, raw in bodies.items():
+        body = assert_422(post_raw(client, path, raw), ["body"])
+        assert "not a JSON number" in body["error"]["message"], body  # type: ignore[index]
+
+
+def test_a_lone_surrogate_answers_422_naming_the_field_before_any_work(
+    client: TestClient, pages: FixtureServer
+) -> None:
+    url = pages.url("/boiling")
+    with counting(pages) as hits:
+        claim = assert_422(
+            post_raw(client, "/verify", b'{"claim": "Water \\ud800 boils", "urls": ["%s"]}' % url.encode()),
+            ["body", "claim"],
+        )
+        assert_422(
+            post_raw(
+                client,
+                "/v1/guard",
+                b'{"answer": "A [1].", "sources": [{"url": "%s", "title": "\\udfff"}]}' % url.encode(),
+            ),
+            ["body", "sources", 0, "title"],
+        )
+        assert_422(
+            post_raw(client, "/v1/check-grounding", b'{"answerCandidate": "A.", "facts": [{"factText": "\\ud83d"}]}'),
+            ["body", "facts", 0, "factText"],
+        )
+    assert hits == {}  # nothing was fetched
+    assert "lone surrogate" in claim["error"]["message"]  # type: ignore[index]
+    # A surrogate pair is a real character and passes.
+    ok = post_raw(
+        client,
+        "/verify",
+        b'{"claim": "Water \\ud83d\\ude00 boils at 100 degrees Celsius.", "urls": ["%s"]}' % url.encode(),
+    )
+    assert ok.status_code == 200, ok.text
+
+
+def test_bytes_that_are_not_utf8_and_deep_nesting_answer_422(client: TestClient) -> None:
+    assert_422(post_raw(client, "/verify", b'{"claim": "caf\xe9", "urls": ["u"]}'), ["body"])
+    deep = b'{"claim": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    body = assert_422(post_raw(client, "/verify", deep), ["body"])
+    assert "nested too deeply" in body["error"]["message"]  # type: ignore[index]
+    assert_422(post_raw(client, "/verify", b"{not json"), ["body", 1])
+
+
+def test_a_422_never_echoes_the_input(client: TestClient) -> None:
+    big = "x" * 1_000_000
+    for path, body in (
+        ("/verify", {"claim": big, "urls": big}),
+        ("/v1/guard", {"answer": "A claim [1].", "policy": big}),
+        ("/v1/guard", {"answer": "A claim [1].", "policy": {"preset": "default", "supported": big}}),
+    ):
+        response = client.post(path, json=body)
+        assert response.status_code == 422, response.text
+        assert len(response.content) < 4000 and "x" * 400 not in response.text
+        assert all("input" not in e for e in response.json()["detail"])
+
+
+def test_an_unhandled_error_answers_json_500_in_the_house_shape() -> None:
+    app = create_app(verifier=fake_verifier())
+
+    async def boom() -> None:
+        raise RuntimeError("secret internals /etc/passwd")
+
+    app.add_api_route("/boom", boom)  # a route of the test's own, failing as a bug would
+    with TestClient(app, raise_server_exceptions=False) as c:
+        response = c.get("/boom")
+    assert response.status_code == 500 and response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["error"] == {"code": 500, "message": body["detail"], "status": "INTERNAL"}
+    assert "secret internals" not in response.text
+
+
+# -- the work limits ------------------------------------------------------------------------------
+
+
+def test_requests_over_the_limits_answer_413_or_422_naming_the_limit_before_fetching(
+    client: TestClient, pages: FixtureServer
+) -> None:
+    u = pages.url
+    with counting(pages) as hits:
+        long = client.post("/v1/guard", json={"answer": "Water boils. " * 50})
+        assert long.status_code == 413 and "GUARDRAIL_MAX_ANSWER_CHARS" in long.json()["detail"]
+        assert long.json()["error"]["status"] == "INVALID_ARGUMENT"
+        claim = client.post("/verify", json={"claim": "x" * 501, "urls": [u("/boiling")]})
+        assert claim.status_code == 413 and "claim has 501 characters" in claim.json()["detail"]
+        urls = [u(f"/boiling?{n}") for n in range(4)]
+        verify = client.post("/verify", json={"claim": CLAIM, "urls": urls})
+        assert verify.status_code == 422 and "4 unique URLs" in verify.json()["detail"]
+        assert "GUARDRAIL_MAX_URLS" in verify.json()["detail"]
+        answer = " ".join(f"Claim {n} holds [{n}]({url})." for n, url in enumerate(urls))
+        guard = client.post("/v1/guard", json={"answer": answer})
+        assert guard.status_code == 422 and "GUARDRAIL_MAX_URLS" in guard.json()["detail"]
+        claims = client.post(
+            "/v1/guard",
+            json={
+                "answer": "Ice is cold. Fire is hot. Sun is bright. Sea is salty.",
+                "sources": [{"text": "Ice is cold."}],
+            },
+        )
+        assert claims.status_code == 422 and "4 claims" in claims.json()["detail"]
+        grounding = client.post(
+            "/v1/check-grounding",
+            json={
+                "answerCandidate": "Ice is cold. Fire is hot. Sun is bright. Sea is wet.",
+                "facts": [{"factText": "Ice is cold."}],
+            },
+        )
+        assert grounding.status_code == 422 and "GUARDRAIL_MAX_CLAIMS" in grounding.json()["detail"]
+    assert hits == {}
+    assert (
+        client.post("/verify", json={"claim": CLAIM, "urls": [u("/boiling")] * 50}).status_code == 200
+    )  # unique URLs count
+
+
+# -- /health ----------------------------------------------------------------------------------------
+
+
+def test_health_without_the_token_shows_the_status_only(tmp_path: Path) -> None:
+    key = "health-token"
+    settings = Settings(
+        api_key=key,  # type: ignore[arg-type]
+        judge="openai",
+        openai_api_key="sk-unused",  # type: ignore[arg-type]
+        openai_base_url="http://127.0.0.1:9/v1",
+        cache_path=tmp_path / "pages.sqlite3",  # type: ignore[arg-type]
+        audit_path=tmp_path / "audit.sqlite3",  # type: ignore[arg-type]
+    )
+    with TestClient(create_app(settings=settings, warm=False)) as c:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {key}"}):
+            public = c.get("/health", headers=headers)
+            assert public.status_code == 200 and public.json() == {"status": "ok"}
+            assert str(tmp_path) not in public.text and "ssrf" not in public.text
+        full = c.get("/health", headers={"Authorization": f"Bearer {key}"}).json()
+    assert full["fetcher"]["cache"] == str(tmp_path / "pages.sqlite3") and full["fetcher"]["ssrf_guard"] is True
+    assert full["audit"]["path"] == str(tmp_path / "audit.sqlite3") and full["audit"]["ok"] is True
+    assert full["auth"] is True
+
+
+# -- the audit store ----------------------------------------------------------------------------------
+
+
+def audit_settings(tmp_path: Path) -> Settings:
+    return Settings(
+        judge="openai",
+        openai_api_key="sk-unused",  # type: ignore[arg-type]
+        openai_base_url="http://127.0.0.1:9/v1",
+        allow_private_hosts=True,
+        cache_path="off",  # type: ignore[arg-type]
+        audit_path=tmp_path / "audit.sqlite3",  # type: ignore[arg-type]
+    )
+
+
+def test_a_locked_audit_store_neither_freezes_the_service_nor_loses_rows(tmp_path: Path, pages: FixtureServer) -> None:
+    path = tmp_path / "audit.sqlite3"
+    AuditStore(path).count()
+    body = {"claim": CLAIM, "urls": [pages.url("/gone-404")]}
+    with TestClient(create_app(settings=audit_settings(tmp_path), warm=False)) as c:
+        lock = HeldLock(path)
+        try:
+            start = time.perf_counter()
+            for _ in range(5):
+                assert c.post("/verify", json=body).status_code == 200
+            assert time.perf_counter() - start < 3  # not 5 x the busy timeout
+            deadline = time.monotonic() + 10
+            while (health := c.get("/health").json())["status"] == "ok":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert health["status"] == "degraded" and "locked" in health["audit"]["error"]
+            assert health["audit"]["pending"] == 5 and health["audit"]["lost"] == 0
+        finally:
+            lock.release()
+        deadline = time.monotonic() + 15
+        # ok again from the first write that succeeds; the rows kept are written a few at a time.
+        while (health := c.get("/health").json())["status"] != "ok" or health["audit"]["pending"]:
+            assert time.monotonic() < deadline, health
+            time.sleep(0.05)
+        assert health["audit"]["written"] == 5 and health["audit"]["lost"] == 0
+    assert AuditStore(path).count() == 5
+
+
+def test_a_damaged_audit_store_at_start_is_reported_not_a_crash(tmp_path: Path, pages: FixtureServer) -> None:
+    path = tmp_path / "audit.sqlite3"
+    store = AuditStore(path)
+    store.count()
+    store.close()
+    damage(path)
+    with TestClient(create_app(settings=audit_settings(tmp_path), warm=False)) as c:
+        health = c.get("/health").json()
+        assert health["status"] == "degraded" and "malformed" in health["audit"]["error"]
+        assert c.post("/verify", json={"claim": CLAIM, "urls": [pages.url("/gone-410")]}).status_code == 200
+        assert c.get("/health").json()["audit"]["pending"] == 1  # kept, not dropped silently
+
+
+# -- a real uvicorn on loopback -----------------------------------------------------------------------
+
+
+class QuickHead(GuardedH11Protocol):
+    head_timeout = 0.5
+
+
+@contextmanager
+def served(app: FastAPI) -> Iterator[tuple[str, int]]:
+    """``app`` on uvicorn with the protocol ``guardrail serve`` uses (a quicker head deadline)."""
+    with uvicorn_served(app, http=QuickHead, h11_max_incomplete_event_size=MAX_HEAD_BYTES) as where:
+        yield where
+
+
+def many_claims(n: int) -> dict[str, object]:
+    facts = [{"text": f"Water boils at {k} degrees in test {k}."} for k in range(5)]
+    answer = " ".join(f"Water boils at {k} degrees in case {k}." for k in range(n))
+    return {"answer": answer, "sources": facts}
+
+
+def test_work_stops_when_the_client_leaves(tmp_path: Path) -> None:
+    judge = SlowCpuJudge(0.1)
+    app = create_app(verifier=fake_verifier(judge, max_answer_chars=100_000, max_claims=1000, max_checks=10_000))
+    with served(app) as (host, port):
+        raw = json.dumps(many_claims(400)).encode()  # 2000 pairs: 63 chunks of 32, 6 s of judging
+        with socket.create_connection((host, port)) as conn:
+            conn.sendall(
+                b"POST /v1/guard HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(raw), raw)
+            )
+            deadline = time.monotonic() + 20
+            while not judge.calls:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        # The client is gone: at most the chunk in progress (and one already queued) finish.
+        time.sleep(1.0)
+        settled = len(judge.calls)
+        time.sleep(1.0)
+        assert len(judge.calls) == settled <= 3, len(judge.calls)
+
+
+def test_the_deadline_answers_504_and_stops_the_work(tmp_path: Path) -> None:
+    with FixtureServer({"/slow": Route(body="<p>late</p>", delay=5.0)}) as site:
+        app = create_app(verifier=fake_verifier(request_timeout=0.5))
+        with TestClient(app) as c:
+            start = time.perf_counter()
+            response = c.post("/verify", json={"claim": CLAIM, "urls": [site.url("/slow")]})
+            elapsed = time.perf_counter() - start
+            assert response.status_code == 504 and "GUARDRAIL_REQUEST_TIMEOUT" in response.json()["detail"]
+            assert response.json()["error"]["status"] == "DEADLINE_EXCEEDED"
+            assert elapsed < 3
+            assert c.get("/health").status_code == 200  # quick requests are not touched
+
+
+def test_health_answers_quickly_during_a_heavy_request() -> None:
+    app = create_app(verifier=fake_verifier(max_answer_chars=400_000, max_claims=10_000))
+    answer = "Water boils at 100 degrees Celsius at sea level. " * 6000  # a second or more to extract
+    with served(app) as (host, port):
+        base = f"http://{host}:{port}"
+        heavy = threading.Thread(target=lambda: httpx.post(base + "/v1/guard", json={"answer": answer}, timeout=60))
+        latencies: list[float] = []
+        began = time.perf_counter()
+        heavy.start()
+        while heavy.is_alive():
+            start = time.perf_counter()
+            assert httpx.get(base + "/health", timeout=10).status_code == 200
+            latencies.append(time.perf_counter() - start)
+            time.sleep(0.02)
+        heavy.join()
+        took = time.perf_counter() - began
+    # On the loop, extraction would hold /health for nearly all of it; in a thread /health only waits
+    # for its turn at the GIL (this test's client threads share the process with the server), longest
+    # behind C code holding it (a scan of the whole answer for bare URLs), more on a loaded machine.
+    assert len(latencies) >= 3 and max(latencies) < took / 2, (took, latencies)
+
+
+def test_a_slow_body_is_cut_off_with_408() -> None:
+    app = create_app(verifier=fake_verifier(body_timeout=0.5))
+    with served(app) as (host, port):
+        conns = []
+        for _ in range(20):  # slowloris: bodies promised and never sent
+            conn = socket.create_connection((host, port), timeout=10)
+            conn.sendall(
+                b"POST /verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+            )
+            conns.append(conn)
+        start = time.perf_counter()
+        replies = [_read_to_close(conn) for conn in conns]  # each answered, then closed by the server
+        assert time.perf_counter() - start < 5
+        assert all(r.startswith(b"HTTP/1.1 408") and b"GUARDRAIL_BODY_TIMEOUT" in r for r in replies), replies[0]
+        for conn in conns:
+            conn.close()
+
+
+def _read_to_close(conn: socket.socket) -> bytes:
+    data = b""
+    while chunk := conn.recv(4096):
+        data += chunk
+    return data
+
+
+def test_a_slow_head_is_cut_off_and_an_oversized_one_answers_431() -> None:
+    with served(create_app(verifier=fake_verifier())) as (host, port):
+        with socket.create_connection((host, port), timeout=10) as conn:
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # the head never ends
+            start = time.perf_counter()
+            assert conn.recv(4096).startswith(b"HTTP/1.1 408")
+            assert time.perf_counter() - start < 3
+        with socket.create_connection((host, port), timeout=10) as conn:
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1024 * 1024) + b"\r\n\r\n")
+            assert conn.recv(4096).startswith(b"HTTP/1.1 431")
+        assert httpx.get(f"http://{host}:{port}/health", timeout=5).status_code == 200
+
+
+def test_a_kept_alive_connection_survives_a_refused_body() -> None:
+    with (
+        served(create_app(verifier=fake_verifier())) as (host, port),
+        httpx.Client(base_url=f"http://{host}:{port}", timeout=10) as http,
+    ):
+        bad = http.post(
+            "/verify", content=b'{"claim": "\\ud800", "urls": ["u"]}', headers={"Content-Type": "application/json"}
+        )
+        assert bad.status_code == 422
+        assert http.get("/health").status_code == 200  # the same connection, not reset
+
+
+def test_sigterm_stops_the_service_within_seconds(tmp_path: Path) -> None:
+    """A uvicorn serving the app as ``guardrail serve`` configures it, with a request in flight."""
+    with FixtureServer({"/slow": Route(body="<p>late</p>", delay=60.0)}) as site:
+        script = (
+            "import uvicorn\n"
+            "from guardrail import Settings, Verifier\n"
+            "from guardrail.apps.server import create_app\n"
+            "from guardrail.apps.server.protocol import GuardedH11Protocol\n"
+            "from tests.fakes import HashEmbedder, OverlapJudge\n"
+            "settings = Settings(allow_private_hosts=True, cache_path='off', audit_path='off')\n"
+            "app = create_app(verifier=Verifier(judge=OverlapJudge(), embedder=HashEmbedder(), settings=settings))\n"
+            f"uvicorn.run(app, port={_free_port()}, log_level='warning', http=GuardedH11Protocol,"
+            " timeout_graceful_shutdown=1)\n"
+        )
+        port = int(script.rsplit("port=", 1)[1].split(",", 1)[0])
+        proc = subprocess.Popen([sys.executable, "-c", script], cwd=Path(__file__).parents[1], env={**os.environ})
+        try:
+            base = f"http://127.0.0.1:{port}"
+            _wait_until_up(base, proc)
+            answers: list[httpx.Response] = []
+            slow = threading.Thread(target=_post_into, args=(answers, base + "/verify", site.url("/slow")))
+            slow.daemon = True
+            slow.start()
+            deadline = time.monotonic() + 20
+            while not site.hits.get("/slow"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            start = time.perf_counter()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=15)
+            assert time.perf_counter() - start < 5
+            slow.join(timeout=10)
+            assert [a.status_code for a in answers] == [503]  # told, not reset
+            assert answers[0].json()["error"]["status"] == "UNAVAILABLE" and answers[0].headers["retry-after"] == "1"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _post_into(answers: list[httpx.Response], url: str, page: str) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        answers.append(httpx.post(url, json={"claim": CLAIM, "urls": [page]}, timeout=90))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_until_up(base: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, "the service exited"
+        try:
+            httpx.get(base + "/health", timeout=1)
+            return
+        except httpx.HTTPError:
+            assert time.monotonic() < deadline, "the service did not start"
+            time.sleep(0.1)
