@@ -203,6 +203,8 @@ class TimedJudge:
         self.inner = inner
         self.name = inner.name
         self.model = getattr(inner, "model", None)
+        self.cpu_bound = inner.cpu_bound
+        self.load = inner.load
         self.seconds = 0.0
         self.pairs = 0
 
@@ -238,6 +240,10 @@ class NoJudge:
 
     name = "none"
     model = None
+    cpu_bound = False
+
+    def load(self) -> None:
+        """Nothing to load."""
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         return [JudgeVerdict(label="not_found", confidence=0.0) for _ in requests]

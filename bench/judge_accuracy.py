@@ -67,6 +67,10 @@ class RecordingJudge:
     records: dict[tuple[str, tuple[str, ...]], Scored] = field(default_factory=dict)
     sequence: list[Scored] = field(default_factory=list)  # every scored request, in call order
     name: str = "local"
+    cpu_bound: bool = True
+
+    def load(self) -> None:
+        self.inner.load()
 
     @property
     def model(self) -> str:

@@ -52,6 +52,9 @@ class PartsJudge:
     model = "parts"
     cpu_bound = False
 
+    def load(self) -> None:
+        """Nothing to load."""
+
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         out = []
         for r in requests:
@@ -126,6 +129,9 @@ class FixedConfidenceJudge:
     name = "fixed"
     model = "fixed"
     cpu_bound = False
+
+    def load(self) -> None:
+        """Nothing to load."""
 
     def __init__(self, label: str, confidence: float) -> None:
         self.label, self.confidence = label, confidence
