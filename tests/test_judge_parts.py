@@ -209,3 +209,13 @@ def test_a_non_english_claim_or_page_is_not_judged(verifier: Verifier) -> None:
     )
     report = _check(verifier, "Mount Everest was first climbed in 1953.", german_page)
     assert (report.overall, report.citations[0].reason) == (Label.not_found, "unsupported_language")
+
+
+def test_an_opening_phrase_before_the_main_clause_is_not_an_apposition() -> None:
+    claim = "From its source in the Grey Mountains, the Alder River runs to the Northern Sea."
+    assert claim_parts(claim) == [claim]
+    # A real apposition after a clause with its verb is still a part of its own.
+    assert claim_parts("Titanic was directed by James Cameron, a Canadian filmmaker.") == [
+        "Titanic was directed by James Cameron",
+        "James Cameron is a Canadian filmmaker",
+    ]

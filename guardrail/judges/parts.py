@@ -99,6 +99,10 @@ def _asides(clause: str) -> tuple[str, list[str]]:
         if _has_verb(inner) or len(inner.split()) > 16:
             continue
         head = clause[: m.start()]
+        if not m.group(0).endswith(",") and not _has_verb(head):
+            # "From its source in the hills, the river runs to the sea": the comma closes an
+            # opening phrase, and what follows it is the main clause, not an apposition.
+            continue
         noun = subject if subject and head.strip() == subject.strip(" ,") else _antecedent(head)
         extra.append(f"{noun} is {inner.strip(chr(34) + '“”')}")
         clause = clause.replace(m.group(0), " ", 1)
