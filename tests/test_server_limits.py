@@ -300,11 +300,14 @@ def test_work_stops_when_the_client_leaves(tmp_path: Path) -> None:
             while not judge.calls:
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
-        # The client is gone: at most the chunk in progress (and one already queued) finish.
-        time.sleep(1.0)
-        settled = len(judge.calls)
-        time.sleep(1.0)
-        assert len(judge.calls) == settled <= 3, len(judge.calls)
+        # The client is gone: the work must stop. How soon the server notices depends on the
+        # machine's load, so wait for the count to hold still (a full run is 63 chunks, 6 s).
+        deadline = time.monotonic() + 10
+        settled = -1
+        while len(judge.calls) != settled and time.monotonic() < deadline:
+            settled = len(judge.calls)
+            time.sleep(0.8)  # eight chunks' time: a running job would have moved on
+        assert len(judge.calls) == settled <= 12, len(judge.calls)
 
 
 def test_the_deadline_answers_504_and_stops_the_work(tmp_path: Path) -> None:
@@ -322,7 +325,9 @@ def test_the_deadline_answers_504_and_stops_the_work(tmp_path: Path) -> None:
 
 def test_health_answers_quickly_during_a_heavy_request() -> None:
     app = create_app(verifier=fake_verifier(max_answer_chars=400_000, max_claims=10_000))
-    answer = "Water boils at 100 degrees Celsius at sea level. " * 6000  # a second or more to extract
+    # A second or more to extract, in many short paragraphs: each C-level scan that holds the GIL
+    # is short, so what this measures is whether extraction runs on the event loop, not the GIL.
+    answer = "Water boils at 100 degrees Celsius at sea level.\n\n" * 6000
     with served(app) as (host, port):
         base = f"http://{host}:{port}"
         heavy = threading.Thread(target=lambda: httpx.post(base + "/v1/guard", json={"answer": answer}, timeout=60))
