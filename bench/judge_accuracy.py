@@ -384,7 +384,7 @@ def latency(judge: LocalJudge, tasks: Sequence[Task], n: int = 40) -> dict:
         warm.append((time.perf_counter() - t0) * 1000)
         recorder.sequence.clear()
         run_tasks(counting, [t])
-        pairs.append(sum(len(s.candidates) for s in recorder.sequence))
+        pairs.append(sum(len(s.candidates) + sum(len(c) for _, c in s.parts) for s in recorder.sequence))
     return {
         "first_sight": _summary(first),
         "warm_page": _summary(warm),

@@ -238,7 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cache and args.cache.is_file():
         recorded = pickle.loads(args.cache.read_bytes())
     else:
-        recorder = LocalJudge(model_path=args.model, config=dataclasses.replace(base, early_exit=1.01))
+        recorder = LocalJudge(
+            model_path=args.model, config=dataclasses.replace(base, early_exit=1.01, skip_unrelated=False)
+        )
         recorded = record(recorder, tasks)
         if args.cache:
             args.cache.parent.mkdir(parents=True, exist_ok=True)

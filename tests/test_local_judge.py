@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
@@ -17,11 +18,14 @@ import pytest
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
 from guardrail.judges import checks, judge_from_settings
 from guardrail.judges.local import (
+    Candidate,
     LocalJudge,
     LocalJudgeConfig,
     Scored,
     build_candidates,
+    could_decide,
     decide,
+    part_candidates,
     plan_rounds,
 )
 from tests.fakes import HashEmbedder
@@ -324,6 +328,41 @@ def test_a_request_sharing_no_word_with_the_claim_is_not_scored() -> None:
     assert verdict.label == "not_found" and judge.asked == []
     off = _TableJudge({}, LocalJudgeConfig(skip_unrelated=False))
     assert off.judge_sync([request])[0].label == "not_found" and off.asked
+
+
+def test_only_candidates_that_could_decide_are_scored() -> None:
+    claim = "Titanic was directed by James Cameron and released in 1997."
+    request = JudgeRequest(claim=claim, passages=[TITANIC_TEXT])
+    config = LocalJudgeConfig(early_exit=1.01)
+    plan = build_candidates(request, config)
+    deciding = {c.text for c in plan if could_decide(claim, c, config)}
+    assert deciding and len(deciding) < len(plan)  # the page has sentences about other things
+    table = {c.text: (0.6, 0.3, 0.1) for c in plan}  # the model reads everything as support
+    gated = _TableJudge(table, config)
+    verdict = gated.judge_sync([request])[0]
+    full = _TableJudge(table, dataclasses.replace(config, skip_unrelated=False))
+    assert verdict == full.judge_sync([request])[0]  # the same verdict...
+    whole = {t for t in gated.asked if t in {c.text for c in plan}}
+    assert whole == deciding and len(full.asked) > len(gated.asked)  # ...from fewer pairs
+
+
+def test_a_sentence_stating_a_conflict_is_scored_whatever_its_overlap() -> None:
+    claim = "Water boils at 100 degrees Celsius at sea level."
+    conflicting = Candidate("sentence", "Water boils at 50 degrees Celsius at sea level.", 0, [(0, 47)], None)
+    strict = LocalJudgeConfig(support_min_overlap=0.9, contradict_min_overlap=0.9)
+    assert checks.overlap(claim, conflicting.text) < 0.9
+    assert could_decide(claim, conflicting, strict)  # another value for the same quantity
+    other = Candidate("sentence", "Water boils faster in a kettle.", 0, [(0, 31)], None)
+    assert not could_decide(claim, other, strict)
+    assert could_decide(claim, other, dataclasses.replace(strict, skip_unrelated=False))
+
+
+def test_a_part_is_not_scored_against_evidence_sharing_too_few_of_its_words() -> None:
+    request = JudgeRequest(claim="Titanic starred Kate Winslet.", passages=[TITANIC_TEXT])
+    plan = build_candidates(request, LocalJudgeConfig())
+    picked = part_candidates("starred Kate Winslet", plan, 50, min_overlap=0.3)
+    assert picked and all(checks.overlap("starred Kate Winslet", c.text) >= 0.3 for c in picked)
+    assert len(part_candidates("starred Kate Winslet", plan, 50)) > len(picked)
 
 
 def test_unavailable_without_weights(tmp_path: Path) -> None:

@@ -137,9 +137,12 @@ class LocalJudgeConfig:
     """How many best-ranked sentences of each request the first round scores (0: all sentences in
     one round). A claim that restates one sentence of its page, the common case, is settled there."""
     skip_unrelated: bool = True
-    """A request whose passages share none of the claim's content words is ``not_found`` without
-    scoring anything: no candidate could pass ``support_min_overlap`` or the contradiction and
-    conflict checks' overlap minimums (so only when those are above 0 and the claim has content words)."""
+    """Score only what could decide: a request whose passages share none of the claim's content
+    words is ``not_found`` without scoring anything, and of the others only the candidates that
+    could pass ``support_min_overlap`` or the contradiction and conflict checks' overlap minimums
+    are scored (:func:`could_decide`; parts likewise against their own words). The verdict is the
+    one scoring everything gives, but for the sentences the second pass joins (``rescore_top``:
+    now only sentences that could decide) and a ``not_found`` confidence read from fewer scores."""
     min_sentence_words: int = 3
     """Shorter sentences (menu items, headings) are not scored on their own."""
     max_length: int = 256
@@ -386,7 +389,11 @@ class LocalJudge:
             Scored(claim=r.claim, passages=list(r.passages), candidates=[], reason=reasons[i])
             for i, r in enumerate(requests)
         ]
-        rounds = [plan_rounds(plan, config) for plan in plans]
+        # Only candidates whose score could change the verdict are scored; parts draw on the whole plan.
+        rounds = [
+            plan_rounds([c for c in plan if could_decide(r.claim, c, config)], config)
+            for r, plan in zip(requests, plans, strict=True)
+        ]
         exits = [max(config.early_exit, r.settle_at or 0.0) for r in requests]
         done: list[set[int]] = [set() for _ in requests]  # ids of the candidates scored
         active = [i for i in range(len(requests)) if rounds[i]]
@@ -425,7 +432,8 @@ class LocalJudge:
             if len(parts) < 2:
                 continue
             for part in parts:
-                cands = part_candidates(part, plan, self.config.part_candidates)
+                floor = self.config.support_min_overlap if self.config.skip_unrelated else 0.0
+                cands = part_candidates(part, plan, self.config.part_candidates, floor)
                 s.parts.append((part, cands))
                 flat.extend((part, c) for c in cands)
         self._predict_into(flat)
@@ -530,12 +538,30 @@ def plan_rounds(plan: Sequence[Candidate], config: LocalJudgeConfig) -> list[lis
     return [r for r in rounds if r]
 
 
-def part_candidates(part: str, plan: Sequence[Candidate], n: int) -> list[Candidate]:
+def part_candidates(part: str, plan: Sequence[Candidate], n: int, min_overlap: float = 0.0) -> list[Candidate]:
     """Copies of the ``n`` sentences and windows of a request sharing most of ``part``'s words (best
-    ranked first on ties), to be scored against the part."""
+    ranked first on ties), to be scored against the part; those sharing less than ``min_overlap``
+    of them are left out (they could not back the part whatever the model says)."""
     pool = [c for c in plan if c.kind in ("sentence", "window")]
     pool.sort(key=lambda c: (-checks.overlap(part, c.text), c.kind != "sentence", c.rank))
-    return [dataclasses.replace(c, probs=np.zeros(3, dtype=np.float32)) for c in pool[:n]]
+    return [
+        dataclasses.replace(c, probs=np.zeros(3, dtype=np.float32))
+        for c in pool[:n]
+        if min_overlap <= 0 or checks.overlap(part, c.text) >= min_overlap
+    ]
+
+
+def could_decide(claim: str, cand: Candidate, config: LocalJudgeConfig) -> bool:
+    """Whether the model's score of this candidate could change the verdict: it shares enough of
+    the claim's content words to support it (``support_min_overlap``) or to contradict it on the
+    model's word (``contradict_min_overlap``), or it is a sentence stating a conflicting value,
+    year, name, antonym or negation in the claim's terms (:func:`conflict_kind`). Any other
+    candidate is vetoed as unrelated whatever the model says, so scoring it is wasted work
+    (``LocalJudgeConfig.skip_unrelated``; off: every candidate may decide)."""
+    floor = min(config.support_min_overlap, config.contradict_min_overlap)
+    if not config.skip_unrelated or floor <= 0 or checks.overlap(claim, cand.text) >= floor:
+        return True
+    return cand.kind == "sentence" and conflict_kind(claim, cand.text, config) is not None
 
 
 def _refusal(request: JudgeRequest, config: LocalJudgeConfig) -> str | None:
@@ -966,6 +992,7 @@ __all__ = [
     "LocalJudgeConfig",
     "build_candidates",
     "conflict_kind",
+    "could_decide",
     "conflicts",
     "decide",
     "native_bfloat16",
