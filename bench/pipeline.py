@@ -8,8 +8,10 @@ and a warm run (models loaded, pages fetched again), in two shapes:
 - per-claim: independent ``averify`` calls, ``--concurrency`` claims at a time (each call
   fetches its own pages, as a service answering separate requests would).
 
-``--baseline`` also runs the same claims, in the same run, on the torch path the project shipped
-before ONNX Runtime (the judge and the embedder on torch), and prints the throughput ratio.
+``--baseline`` also runs the same claims, in the same run, twice more, and prints the throughput
+ratios: on this code's torch path (the judge and the embedder on torch, as before ONNX Runtime),
+and with the judge as it stood when issue 14 was filed (the v2 judge of ``--shipped-ref``, its code
+read from git and its weights from ``--shipped-model``, as ``bench/judge_accuracy.py`` does; torch).
 ``--int8`` runs the judge's int8-quantised graph instead of float32.
 
 Usage: python bench/pipeline.py [--claims 200] [--pages 100] [--latency 0.1] [--concurrency 8] [--baseline] [--int8]
@@ -28,15 +30,20 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from judge_accuracy import SHIPPED_REF, RecordingJudge, load_shipped_judge
 
 from guardrail import ClaimTask, Settings, Verifier
 from guardrail.apps.demo import LoopbackSite, Route, article, site_fetcher
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
 from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder
 
+SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "artifacts" / "judge" / "shipped_v2"
 RIVERS = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ivy", "Juniper"]
 
 
@@ -114,6 +121,8 @@ async def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "pipeline.json")
     parser.add_argument("--baseline", action="store_true", help="also run the torch path, in the same run")
     parser.add_argument("--int8", action="store_true", help="the judge's int8-quantised ONNX graph")
+    parser.add_argument("--shipped-ref", default=SHIPPED_REF, help="git commit of the v2 judge (the baseline)")
+    parser.add_argument("--shipped-model", type=Path, default=SHIPPED_MODEL, help="the v2 judge's weights")
     args = parser.parse_args()
 
     routes, specs = build(args.claims, args.pages, args.latency)
@@ -164,23 +173,32 @@ async def main() -> None:
                 "ratio_to_ideal": round(wall / ideal_per_claim, 2),
             }
         if args.baseline:
-            torch_path = Verifier(
-                settings=settings,
-                fetcher=site_fetcher(site, settings),
-                judge=LocalJudge(config=LocalJudgeConfig(backend="torch")),
-                embedder=CachingEmbedder(MiniLMEmbedder(backend="torch")),
-            )
-            for phase in ("cold", "warm"):
-                wall = await run_batch(torch_path, tasks)
-                results[f"baseline_batch_{phase}"] = {
-                    "wall_s": round(wall, 3),
-                    "claims_per_s": round(len(tasks) / wall, 1),
-                    "network_ideal_s": round(ideal_batch, 3),
-                    "ratio_to_ideal": round(wall / ideal_batch, 2),
-                }
-            new, old = results["batch_warm"], results["baseline_batch_warm"]
-            assert isinstance(new, dict) and isinstance(old, dict)
-            results["speedup_batch_warm"] = round(new["claims_per_s"] / old["claims_per_s"], 2)
+            baselines: dict[str, Any] = {"baseline": LocalJudge(config=LocalJudgeConfig(backend="torch"))}
+            shipped = load_shipped_judge(args.shipped_ref, args.shipped_model)
+            if shipped is None:
+                print(f"note: cannot read the v2 judge at {args.shipped_ref} from git; torch path only")
+            else:
+                baselines["shipped_v2"] = RecordingJudge(shipped[0], decide_fn=shipped[1])
+                results["shipped_v2"] = f"judge code at {args.shipped_ref}, weights {args.shipped_model.name}, torch"
+            for prefix, baseline_judge in baselines.items():
+                other = Verifier(
+                    settings=settings,
+                    fetcher=site_fetcher(site, settings),
+                    judge=baseline_judge,
+                    embedder=CachingEmbedder(MiniLMEmbedder(backend="torch")),
+                )
+                for phase in ("cold", "warm"):
+                    wall = await run_batch(other, tasks)
+                    results[f"{prefix}_batch_{phase}"] = {
+                        "wall_s": round(wall, 3),
+                        "claims_per_s": round(len(tasks) / wall, 1),
+                        "network_ideal_s": round(ideal_batch, 3),
+                        "ratio_to_ideal": round(wall / ideal_batch, 2),
+                    }
+                new, old = results["batch_warm"], results[f"{prefix}_batch_warm"]
+                assert isinstance(new, dict) and isinstance(old, dict)
+                key = "speedup_batch_warm" if prefix == "baseline" else "speedup_batch_warm_vs_shipped_v2"
+                results[key] = round(new["claims_per_s"] / old["claims_per_s"], 2)
     results["peak_rss_mb"] = round(peak_rss_mb(), 1)
     results["load_average"] = os.getloadavg()
 
@@ -189,7 +207,11 @@ async def main() -> None:
         f"concurrency {args.concurrency}; judge {results['judge']}; {results['machine']}"
     )
     keys = ["batch_cold", "batch_warm", "per_claim_cold", "per_claim_warm"]
-    keys += ["baseline_batch_cold", "baseline_batch_warm"] if args.baseline else []
+    keys += [
+        k
+        for k in ("baseline_batch_cold", "baseline_batch_warm", "shipped_v2_batch_cold", "shipped_v2_batch_warm")
+        if k in results
+    ]
     for key in keys:
         row = results[key]
         assert isinstance(row, dict)
@@ -200,6 +222,8 @@ async def main() -> None:
         )
     if args.baseline:
         print(f"  batch warm: {results['speedup_batch_warm']}x the torch path's throughput")
+        if "speedup_batch_warm_vs_shipped_v2" in results:
+            print(f"  batch warm: {results['speedup_batch_warm_vs_shipped_v2']}x the v2 judge's (issue 14's 'today')")
     print(f"  peak RSS {results['peak_rss_mb']} MB; load average {results['load_average']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
