@@ -13,8 +13,9 @@ Never touches the eval part. Steps:
 2. Support: ``support_threshold``, ``part_threshold`` and ``support_min_overlap`` maximise the mean
    of WiCE and AttributionBench balanced accuracy, with at most 2 % ``supported`` on another
    claim's page.
-3. Contradiction, precision first: every point of a grid over ``contradict_threshold``,
-   ``contradict_margin``, ``conflict_min_contradiction`` and ``contradict_min_overlap`` is one point
+3. Contradiction, precision first: every point of a grid over ``contradict_threshold`` and
+   ``conflict_min_contradiction`` (and, with ``model_contradicts`` on, ``contradict_margin`` and
+   ``contradict_min_overlap``) is one point
    of the precision/recall curve of ``contradicted`` on Climate-FEVER and FEVER-Symmetric together;
    the chosen point has the highest recall among those with precision at least ``--floor``, at most
    2 % of gold-supported WiCE claims and 0.5 % of another claim's pages ``contradicted``.
@@ -71,6 +72,9 @@ CONTRA_GRID: dict[str, list[Any]] = {
     "conflict_min_contradiction": [0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01],
     "contradict_min_overlap": [0.5, 0.7],
 }
+MODEL_FREE = ("contradict_threshold", "conflict_min_contradiction")
+"""The contradiction settings that matter when the model alone never contradicts: the negation
+flip's bar, and how far the model must agree with a conflict the checks found."""
 IDENTITY = (("supported", 1.0, 0.0), ("contradicted", 1.0, 0.0), ("not_found", 1.0, 0.0))
 
 
@@ -137,8 +141,10 @@ def tune_contradiction(
     """The precision/recall curve of the contradiction grid and its chosen point (see the module docs)."""
     curve: list[dict] = []
     chosen: tuple[LocalJudgeConfig, dict] | None = None
-    for values in itertools.product(*CONTRA_GRID.values()):
-        setting = dict(zip(CONTRA_GRID, values, strict=True))
+    # Without the model-alone path (``model_contradicts``, off by default) only these two matter.
+    grid = CONTRA_GRID if config.model_contradicts else {k: CONTRA_GRID[k] for k in MODEL_FREE}
+    for values in itertools.product(*grid.values()):
+        setting = dict(zip(grid, values, strict=True))
         trial = dataclasses.replace(config, **setting)
         res = figures(recorded, tasks, trial)
         curve.append({"setting": setting, **res})

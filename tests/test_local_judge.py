@@ -250,8 +250,16 @@ def test_a_sentence_contradicting_alone_but_supporting_in_context_does_not_contr
     probs = {alone: (0.01, 0.0, 0.99), window: (0.55, 0.35, 0.1)}
     verdict = decide(_scored(claim, passage, probs), LocalJudgeConfig())
     assert verdict.label == "supported" and verdict.evidence_quote == window
-    off = decide(_scored(claim, passage, probs), LocalJudgeConfig(context_override=False))
+    off = decide(_scored(claim, passage, probs), LocalJudgeConfig(context_override=False, model_contradicts=True))
     assert off.label == "contradicted"
+
+
+def test_the_model_alone_does_not_make_a_contradiction() -> None:
+    claim = "Titanic was directed by James Cameron."
+    passage = "Titanic was directed by the assistant of James Cameron in 1997."
+    probs = {passage: (0.005, 0.005, 0.99)}  # sure, and no other value, year, name, negation or antonym
+    assert decide(_scored(claim, passage, probs), LocalJudgeConfig()).label == "not_found"
+    assert decide(_scored(claim, passage, probs), LocalJudgeConfig(model_contradicts=True)).label == "contradicted"
 
 
 class _TableJudge(LocalJudge):
@@ -392,6 +400,33 @@ def _verify(judge: LocalJudge, claim: str, text: str) -> tuple[Label, str | None
     verifier = Verifier(judge=judge, embedder=HashEmbedder(), fetcher=_NoFetch(), settings=Settings())
     report = verifier.verify_many([ClaimTask(claim, [Fact(text, source="fixture")])])[0]
     return report.overall, report.citations[0].evidence_quote
+
+
+def test_a_name_sharing_only_its_generic_words_is_another_thing() -> None:
+    assert not checks.names_the_same("Alder River", "The Birch River is 107 kilometres long.")
+    assert checks.names_the_same("Alder River", "The Alder is a river of the north.")
+    assert checks.names_the_same("James Cameron", "The film was directed by Cameron.")
+    assert not checks.names_the_same("University of Oxford", "The University of Cambridge was founded in 1209.")
+    assert checks.names_the_same("Grand Canyon", "The Grand Canyon is deep.")  # generic words only: all of them
+    assert not checks.names_the_same("Grand Canyon", "The canyon is deep.")
+
+
+RIVER_PAGE = (
+    "The {name} is a river in the northern highlands, known for its clear water and steep banks. "
+    "The {name} is {km} kilometres long and flows into the Grey Sea near the town of Port Ash. "
+    "The first bridge over the {name} was built in {year} by the local council of Port Ash."
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "claim", ["The Alder River is 100 kilometres long.", "The first bridge over the Alder River was built in 1840."]
+)
+def test_a_page_about_another_river_contradicts_nothing(judge: LocalJudge, claim: str) -> None:
+    other = RIVER_PAGE.format(name="Birch River", km=107, year=1801)
+    assert _verify(judge, claim, other)[0] == Label.not_found
+    own = RIVER_PAGE.format(name="Alder River", km=130, year=1800)
+    assert _verify(judge, claim, own)[0] == Label.contradicted  # the same page about the claim's river does
 
 
 @pytest.mark.slow

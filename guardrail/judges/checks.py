@@ -659,6 +659,34 @@ def _entity_present(entity: str, evidence_words: set[str]) -> bool:
     return hits * 2 >= len(parts) or parts[-1] in evidence_words
 
 
+_GENERIC_NAME_TEXT = """
+river lake sea ocean bay gulf island islands mountain mountains mount hills hill range valley
+park forest desert coast cape peninsula falls canyon creek county city town village district
+province state states region republic kingdom empire university college school institute
+academy hospital museum library church cathedral temple castle palace tower bridge street road
+avenue station airport stadium hall centre center company corporation corp inc ltd group bank
+party council committee association society foundation club team army navy war battle act
+award awards prize festival championship cup league series album film band records studios
+north south east west northern southern eastern western new great grand upper lower saint st
+"""
+GENERIC_NAME_WORDS = frozenset(_GENERIC_NAME_TEXT.split())
+"""Words that many names share ("the Alder River" and "the Birch River"): only a name's other
+words tell which thing a sentence is about."""
+
+
+def names_the_same(name: str, evidence: str) -> bool:
+    """Whether the evidence names this very thing, not merely something of the same kind: every
+    distinctive word of ``name`` is there (a person's surname alone will do: "Cameron" for "James
+    Cameron"), generic words such as River, University or North left aside ("The Birch River"
+    does not name "the Alder River"). A name made of generic words only needs all of them."""
+    words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", evidence)}
+    words |= {_stem(w) for w in words}
+    parts = [w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", name) if w.lower() not in _NOT_ENTITY]
+    distinctive = [w for w in parts if w not in GENERIC_NAME_WORDS]
+    present = [w in words or _stem(w) in words for w in distinctive or parts]
+    return all(present) or (len(distinctive) >= 2 and present[-1])
+
+
 def missing_entities(claim: str, evidence: str) -> list[str]:
     """Names in the claim of which the evidence mentions none of the distinctive words."""
     words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", evidence)}
