@@ -59,6 +59,7 @@ from judge_accuracy import (
 
 from guardrail.core.quote_guard import apply_quote_guard
 from guardrail.core.schema import JudgeVerdict
+from guardrail.judges.decision import NOTHING_RELATED, could_decide
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig, Scored, decide
 
 SUPPORT_GRID: dict[str, list[Any]] = {
@@ -75,7 +76,7 @@ CONTRA_GRID: dict[str, list[Any]] = {
 MODEL_FREE = ("contradict_threshold", "conflict_min_contradiction")
 """The contradiction settings that matter when the model alone never contradicts: the negation
 flip's bar, and how far the model must agree with a conflict the checks found."""
-IDENTITY = (("supported", 1.0, 0.0), ("contradicted", 1.0, 0.0), ("not_found", 1.0, 0.0))
+IDENTITY = (("supported", 1.0, 0.0), ("contradicted", 1.0, 0.0), ("not_found", 1.0, 0.0), (NOTHING_RELATED, 1.0, 0.0))
 
 
 def record(judge: LocalJudge, tasks: dict[str, list[Task]]) -> dict[str, list[Scored]]:
@@ -169,9 +170,13 @@ def _logit(p: float) -> float:
 
 
 def platt(raw: Sequence[float], correct: Sequence[bool], steps: int = 500) -> tuple[float, float]:
-    """Fit ``sigmoid(a * logit(raw) + b)`` to ``correct`` (Newton's method on the log loss)."""
+    """Fit ``sigmoid(a * logit(raw) + b)`` to ``correct`` (Newton's method on the log loss), with
+    Platt's smoothed targets ((n+ + 1) / (n+ + 2) and 1 / (n- + 2)): where the raw score happens to
+    separate right from wrong perfectly, an unsmoothed fit runs off to a step function."""
     x = np.asarray([_logit(r) for r in raw])
-    y = np.asarray(correct, dtype=np.float64)
+    hits = np.asarray(correct, dtype=bool)
+    positives, negatives = int(hits.sum()), int((~hits).sum())
+    y = np.where(hits, (positives + 1) / (positives + 2), 1 / (negatives + 2))
     a, b = 1.0, 0.0
     for _ in range(steps):
         p = 1 / (1 + np.exp(-(a * x + b)))
@@ -184,7 +189,7 @@ def platt(raw: Sequence[float], correct: Sequence[bool], steps: int = 500) -> tu
             break
     if a <= 0:
         # A score that does not rank right above wrong (few, noisy points): the label's hit rate.
-        a, b = 0.0, _logit(float(y.mean()))
+        a, b = 0.0, _logit(float(hits.mean()))
     return round(float(a), 4), round(float(b), 4)
 
 
@@ -195,14 +200,17 @@ def calibrate(recorded: dict, tasks: dict, config: LocalJudgeConfig) -> tuple[Lo
         "supported": ([], []),
         "contradicted": ([], []),
         "not_found": ([], []),
+        NOTHING_RELATED: ([], []),
     }
     for name, scored in recorded.items():
-        for task, verdict in zip(tasks[name], verdicts(scored, raw), strict=True):
+        for task, s, verdict in zip(tasks[name], scored, verdicts(scored, raw), strict=True):
             ok = label_correct(name, task.gold, verdict.label)
             if ok is not None and verdict.reason in (None, "partially_supported"):
-                rows[verdict.label][0].append(verdict.confidence)
-                rows[verdict.label][1].append(bool(ok))
-    params = tuple((label, *platt(*rows[label])) if len(rows[label][0]) >= 20 else (label, 1.0, 0.0) for label in rows)
+                related = any(could_decide(s.claim, c, config) for c in s.candidates)
+                label = verdict.label if verdict.label != "not_found" or related else NOTHING_RELATED
+                rows[label][0].append(verdict.confidence)
+                rows[label][1].append(bool(ok))
+    params = tuple(_fit(label, *rows[label]) for label in rows)
     tuned = dataclasses.replace(config, calibration=params)  # type: ignore[arg-type]
     report = {
         "params": params,
@@ -210,6 +218,16 @@ def calibrate(recorded: dict, tasks: dict, config: LocalJudgeConfig) -> tuple[Lo
         "ece_tune_after": ece(recorded, tasks, tuned),
     }
     return tuned, report
+
+
+def _fit(label: str, confidence: list[float], correct: list[bool]) -> tuple[str, float, float]:
+    """Platt scaling for one label; with fewer than 20 verdicts (too few to rank), or one raw
+    score for all, their hit rate as a constant confidence (``a`` = 0); with none, the identity."""
+    if len(confidence) >= 20 and len(set(confidence)) > 1:
+        return (label, *platt(confidence, correct))
+    if not confidence:
+        return (label, 1.0, 0.0)
+    return (label, 0.0, round(_logit(sum(correct) / len(correct)), 4))
 
 
 def ece(recorded: dict, tasks: dict, config: LocalJudgeConfig) -> float:

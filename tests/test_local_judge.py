@@ -17,6 +17,7 @@ import pytest
 
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
 from guardrail.judges import checks, judge_from_settings
+from guardrail.judges.decision import NOTHING_RELATED
 from guardrail.judges.local import (
     Candidate,
     LocalJudge,
@@ -363,6 +364,18 @@ def test_a_sentence_stating_a_conflict_is_scored_whatever_its_overlap() -> None:
     other = Candidate("sentence", "Water boils faster in a kettle.", 0, [(0, 31)], None)
     assert not could_decide(claim, other, strict)
     assert could_decide(claim, other, dataclasses.replace(strict, skip_unrelated=False))
+
+
+def test_a_page_sharing_too_few_words_gets_the_nothing_related_confidence() -> None:
+    claim = "Water boils at 100 degrees Celsius at sea level."
+    passage = "Titanic is a 1997 film directed by James Cameron. It starred Kate Winslet."
+    scored = _scored(claim, passage, {})
+    assert scored.candidates  # candidates were built (and, in a recording, scored)...
+    flat = ((NOTHING_RELATED, 0.0, 0.0), ("not_found", 0.0, 3.0))  # ...yet none could decide
+    verdict = decide(scored, dataclasses.replace(LocalJudgeConfig(), calibration=flat))
+    assert verdict.label == "not_found" and verdict.confidence == 0.5
+    related = _scored(claim, "Water boils at 100 degrees Celsius at sea level, they say.", {})
+    assert decide(related, dataclasses.replace(LocalJudgeConfig(), calibration=flat)).confidence > 0.9
 
 
 def test_a_part_is_not_scored_against_evidence_sharing_too_few_of_its_words() -> None:

@@ -14,6 +14,10 @@ from guardrail.judges.candidates import CON, ENT, Candidate, Scored
 from guardrail.judges.local_config import LocalJudgeConfig
 from guardrail.judges.parts import subject_of
 
+NOTHING_RELATED = "not_found_nothing_related"
+"""The calibration entry of a ``not_found`` for which no candidate could decide (every sentence
+shares too few of the claim's words): no model score to scale, so one confidence, its hit rate."""
+
 
 def could_decide(claim: str, cand: Candidate, config: LocalJudgeConfig) -> bool:
     """Whether the model's score of this candidate could change the verdict: it shares enough of
@@ -263,7 +267,8 @@ def _calibrated(config: LocalJudgeConfig, label: str, raw: float) -> float:
     part: ``LocalJudgeConfig.calibration``)."""
     a, b = next(((a, b) for name, a, b in config.calibration if name == label), (1.0, 0.0))
     x = math.log(max(raw, 1e-4) / max(1.0 - raw, 1e-4))
-    return round(1.0 / (1.0 + math.exp(-(a * x + b))), 4)
+    z = min(max(a * x + b, -30.0), 30.0)  # a steep fit must not overflow exp()
+    return round(1.0 / (1.0 + math.exp(-z)), 4)
 
 
 def decide(scored: Scored, config: LocalJudgeConfig) -> JudgeVerdict:
@@ -276,7 +281,7 @@ def decide(scored: Scored, config: LocalJudgeConfig) -> JudgeVerdict:
     # everything (the tuner's) decides, confidences included, as the judge at run time does.
     cands = [c for c in cands if could_decide(scored.claim, c, config)]
     if not cands:
-        return JudgeVerdict(label="not_found", confidence=_calibrated(config, "not_found", 0.99))
+        return JudgeVerdict(label="not_found", confidence=_calibrated(config, NOTHING_RELATED, 0.99))
     support = _best_support(scored, cands, config)
     contra = _contradiction(scored, cands, config)
     if contra is not None and (
@@ -321,4 +326,12 @@ def decide(scored: Scored, config: LocalJudgeConfig) -> JudgeVerdict:
     return verdict
 
 
-__all__ = ["conflict_kind", "conflicts", "could_decide", "decide", "same_subject", "settled"]
+__all__ = [
+    "NOTHING_RELATED",
+    "conflict_kind",
+    "conflicts",
+    "could_decide",
+    "decide",
+    "same_subject",
+    "settled",
+]
