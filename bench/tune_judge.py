@@ -169,28 +169,26 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def platt(raw: Sequence[float], correct: Sequence[bool], steps: int = 500) -> tuple[float, float]:
-    """Fit ``sigmoid(a * logit(raw) + b)`` to ``correct`` (Newton's method on the log loss), with
-    Platt's smoothed targets ((n+ + 1) / (n+ + 2) and 1 / (n- + 2)): where the raw score happens to
-    separate right from wrong perfectly, an unsmoothed fit runs off to a step function."""
+def platt(raw: Sequence[float], correct: Sequence[bool]) -> tuple[float, float]:
+    """Fit ``sigmoid(a * logit(raw) + b)`` to ``correct``: the least log loss over a grid of
+    ``a`` in [0, 4] and ``b`` in [-6, 6] (steps of 0.02), with Platt's smoothed targets
+    ((n+ + 1) / (n+ + 2) and 1 / (n- + 2)). Bounded on purpose: where the raw score nearly separates
+    right from wrong, or takes one value for most verdicts, Newton's method ran off to a step."""
     x = np.asarray([_logit(r) for r in raw])
     hits = np.asarray(correct, dtype=bool)
     positives, negatives = int(hits.sum()), int((~hits).sum())
     y = np.where(hits, (positives + 1) / (positives + 2), 1 / (negatives + 2))
-    a, b = 1.0, 0.0
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-(a * x + b)))
-        w = p * (1 - p) + 1e-9
-        grad = np.array([np.sum((p - y) * x), np.sum(p - y)])
-        hess = np.array([[np.sum(w * x * x), np.sum(w * x)], [np.sum(w * x), np.sum(w)]]) + 1e-6 * np.eye(2)
-        step = np.linalg.solve(hess, grad)
-        a, b = a - step[0], b - step[1]
-        if np.abs(step).max() < 1e-8:
-            break
-    if a <= 0:
-        # A score that does not rank right above wrong (few, noisy points): the label's hit rate.
-        a, b = 0.0, _logit(float(hits.mean()))
-    return round(float(a), 4), round(float(b), 4)
+    a_grid = np.arange(0.0, 4.0001, 0.02)
+    b_grid = np.arange(-6.0, 6.0001, 0.02)
+    best = (math.inf, 0.0, 0.0)
+    for a in a_grid:
+        z = np.clip(a * x[None, :] + b_grid[:, None], -30, 30)
+        p = 1 / (1 + np.exp(-z))
+        loss = -(y * np.log(p) + (1 - y) * np.log(1 - p)).sum(axis=1)
+        k = int(loss.argmin())
+        if loss[k] < best[0]:
+            best = (float(loss[k]), float(a), float(b_grid[k]))
+    return round(best[1], 4), round(best[2], 4)
 
 
 def calibrate(recorded: dict, tasks: dict, config: LocalJudgeConfig) -> tuple[LocalJudgeConfig, dict]:
@@ -206,7 +204,7 @@ def calibrate(recorded: dict, tasks: dict, config: LocalJudgeConfig) -> tuple[Lo
         for task, s, verdict in zip(tasks[name], scored, verdicts(scored, raw), strict=True):
             ok = label_correct(name, task.gold, verdict.label)
             if ok is not None and verdict.reason in (None, "partially_supported"):
-                related = any(could_decide(s.claim, c, config) for c in s.candidates)
+                related = any(could_decide(s, c, config) for c in s.candidates)
                 label = verdict.label if verdict.label != "not_found" or related else NOTHING_RELATED
                 rows[label][0].append(verdict.confidence)
                 rows[label][1].append(bool(ok))

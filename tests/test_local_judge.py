@@ -17,7 +17,7 @@ import pytest
 
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
 from guardrail.judges import checks, judge_from_settings
-from guardrail.judges.decision import NOTHING_RELATED
+from guardrail.judges.decision import NOTHING_RELATED, could_back_part
 from guardrail.judges.local import (
     Candidate,
     LocalJudge,
@@ -271,9 +271,11 @@ class _TableJudge(LocalJudge):
         super().__init__(config=config)
         self.table = table
         self.asked: list[str] = []
+        self.pairs: list[tuple[str, str]] = []
 
     def predict(self, premises, hypotheses):  # type: ignore[no-untyped-def]
         self.asked.extend(premises)
+        self.pairs.extend(zip(premises, hypotheses, strict=True))
         return np.asarray([self.table.get(p, (0.05, 0.9, 0.05)) for p in premises], dtype=np.float32)
 
 
@@ -344,15 +346,51 @@ def test_only_candidates_that_could_decide_are_scored() -> None:
     request = JudgeRequest(claim=claim, passages=[TITANIC_TEXT])
     config = LocalJudgeConfig(early_exit=1.01)
     plan = build_candidates(request, config)
-    deciding = {c.text for c in plan if could_decide(claim, c, config)}
+    blank = Scored(claim=claim, passages=[TITANIC_TEXT], candidates=[])
+    deciding = {c.text for c in plan if could_decide(blank, c, config)}
     assert deciding and len(deciding) < len(plan)  # the page has sentences about other things
     table = {c.text: (0.6, 0.3, 0.1) for c in plan}  # the model reads everything as support
     gated = _TableJudge(table, config)
     verdict = gated.judge_sync([request])[0]
     full = _TableJudge(table, dataclasses.replace(config, skip_unrelated=False))
     assert verdict == full.judge_sync([request])[0]  # the same verdict...
-    whole = {t for t in gated.asked if t in {c.text for c in plan}}
+    whole = {p for p, h in gated.pairs if h == claim and p in {c.text for c in plan}}
     assert whole == deciding and len(full.asked) > len(gated.asked)  # ...from fewer pairs
+
+
+def test_a_page_that_never_names_the_claims_subject_is_not_scored() -> None:
+    claim = "The Alder River flows into the Grey Sea near the town of Port Ash."
+    filler = " Trout live in the upper reaches, and the lower valley is farmed by the villages along it." * 6
+    other = RIVER_PAGE.format(name="Birch River", km=107, year=1801) + filler
+    assert len(other.split()) >= LocalJudgeConfig().entity_min_words  # a page, not a chunk
+    judge = _TableJudge({}, LocalJudgeConfig())
+    assert judge.judge_sync([JudgeRequest(claim=claim, passages=[other])])[0].label == "not_found"
+    assert judge.asked == []
+    chunk = RIVER_PAGE.format(name="Birch River", km=107, year=1801)  # a short chunk may leave its subject unnamed
+    judge.judge_sync([JudgeRequest(claim=claim, passages=[chunk])])
+    assert judge.asked
+    own = RIVER_PAGE.format(name="Alder River", km=107, year=1801) + filler
+    judge.asked.clear()
+    judge.judge_sync([JudgeRequest(claim=claim, passages=[own])])
+    assert judge.asked
+
+
+def test_a_contradiction_nothing_left_could_undo_stops_the_scoring() -> None:
+    claim = "The first bridge over the Alder River was built in 1840."
+    page = RIVER_PAGE.format(name="Alder River", km=130, year=1800)
+    bridge = "The first bridge over the Alder River was built in 1800 by the local council of Port Ash."
+    again = "Some say the first bridge over the Alder River was built in 1805 instead."
+    page += " Trout live in the upper reaches. The lower valley is farmed by the villages along it. " + again
+    table = {bridge: (0.05, 0.15, 0.8), again: (0.05, 0.15, 0.8)}
+    gated = _TableJudge(table, LocalJudgeConfig())
+    verdict = gated.judge_sync([JudgeRequest(claim=claim, passages=[page])])[0]
+    assert verdict.label == "contradicted" and verdict.evidence_quote == bridge
+    # The other year is left unscored: it could contradict too, but no sentence holds 1840, so
+    # nothing left could support the claim and undo the contradiction.
+    assert gated.asked == [bridge]
+    full = _TableJudge(table, LocalJudgeConfig(skip_unrelated=False, early_exit=1.01))
+    assert full.judge_sync([JudgeRequest(claim=claim, passages=[page])])[0] == verdict
+    assert len(full.asked) > 3
 
 
 def test_a_sentence_stating_a_conflict_is_scored_whatever_its_overlap() -> None:
@@ -360,10 +398,11 @@ def test_a_sentence_stating_a_conflict_is_scored_whatever_its_overlap() -> None:
     conflicting = Candidate("sentence", "Water boils at 50 degrees Celsius at sea level.", 0, [(0, 47)], None)
     strict = LocalJudgeConfig(support_min_overlap=0.9, contradict_min_overlap=0.9)
     assert checks.overlap(claim, conflicting.text) < 0.9
-    assert could_decide(claim, conflicting, strict)  # another value for the same quantity
+    scored = Scored(claim=claim, passages=["Water boils at 50 degrees Celsius at sea level."], candidates=[])
+    assert could_decide(scored, conflicting, strict)  # another value for the same quantity
     other = Candidate("sentence", "Water boils faster in a kettle.", 0, [(0, 31)], None)
-    assert not could_decide(claim, other, strict)
-    assert could_decide(claim, other, dataclasses.replace(strict, skip_unrelated=False))
+    assert not could_decide(scored, other, strict)
+    assert could_decide(scored, other, dataclasses.replace(strict, skip_unrelated=False))
 
 
 def test_a_page_sharing_too_few_words_gets_the_nothing_related_confidence() -> None:
@@ -380,10 +419,13 @@ def test_a_page_sharing_too_few_words_gets_the_nothing_related_confidence() -> N
 
 def test_a_part_is_not_scored_against_evidence_sharing_too_few_of_its_words() -> None:
     request = JudgeRequest(claim="Titanic starred Kate Winslet.", passages=[TITANIC_TEXT])
-    plan = build_candidates(request, LocalJudgeConfig())
-    picked = part_candidates("starred Kate Winslet", plan, 50, min_overlap=0.3)
+    config = LocalJudgeConfig()
+    plan = build_candidates(request, config)
+    scored = Scored(claim=request.claim, passages=[TITANIC_TEXT], candidates=[])
+    pool = part_candidates("starred Kate Winslet", plan, 50)
+    picked = [c for c in pool if could_back_part(scored, "starred Kate Winslet", c, config)]
     assert picked and all(checks.overlap("starred Kate Winslet", c.text) >= 0.3 for c in picked)
-    assert len(part_candidates("starred Kate Winslet", plan, 50)) > len(picked)
+    assert len(pool) > len(picked)
 
 
 def test_unavailable_without_weights(tmp_path: Path) -> None:

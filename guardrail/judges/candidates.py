@@ -61,17 +61,12 @@ def plan_rounds(plan: Sequence[Candidate], config: LocalJudgeConfig) -> list[lis
     return [r for r in rounds if r]
 
 
-def part_candidates(part: str, plan: Sequence[Candidate], n: int, min_overlap: float = 0.0) -> list[Candidate]:
+def part_candidates(part: str, plan: Sequence[Candidate], n: int) -> list[Candidate]:
     """Copies of the ``n`` sentences and windows of a request sharing most of ``part``'s words (best
-    ranked first on ties), to be scored against the part; those sharing less than ``min_overlap``
-    of them are left out (they could not back the part whatever the model says)."""
+    ranked first on ties), to be scored against the part."""
     pool = [c for c in plan if c.kind in ("sentence", "window")]
     pool.sort(key=lambda c: (-checks.overlap(part, c.text), c.kind != "sentence", c.rank))
-    return [
-        dataclasses.replace(c, probs=np.zeros(3, dtype=np.float32))
-        for c in pool[:n]
-        if min_overlap <= 0 or checks.overlap(part, c.text) >= min_overlap
-    ]
+    return [dataclasses.replace(c, probs=np.zeros(3, dtype=np.float32)) for c in pool[:n]]
 
 
 # -- candidates ----------------------------------------------------------------

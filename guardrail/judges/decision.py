@@ -19,25 +19,53 @@ NOTHING_RELATED = "not_found_nothing_related"
 shares too few of the claim's words): no model score to scale, so one confidence, its hit rate."""
 
 
-def could_decide(claim: str, cand: Candidate, config: LocalJudgeConfig) -> bool:
-    """Whether the model's score of this candidate could change the verdict: it shares enough of
-    the claim's content words to support it (``support_min_overlap``) or to contradict it on the
-    model's word (``contradict_min_overlap``), or it is a sentence stating a conflicting value,
-    year, name, antonym or negation in the claim's terms (:func:`conflict_kind`). Any other
-    candidate is vetoed as unrelated whatever the model says, so scoring it is wasted work
-    (``LocalJudgeConfig.skip_unrelated``; off: every candidate may decide)."""
-    floor = min(config.support_min_overlap, config.contradict_min_overlap)
-    if not config.skip_unrelated or floor <= 0 or checks.overlap(claim, cand.text) >= floor:
+def could_support(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> bool:
+    """Whether the checks would let this candidate support the claim if the model read it so: none
+    of :func:`_support_problem`'s vetoes (too few of the claim's words, a number or name it lacks,
+    a negation, antonym, other name or other year). Lexical: known before scoring."""
+    return _support_problem(scored, cand, config) is None
+
+
+def could_contradict(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> bool:
+    """Whether this candidate could make the claim ``contradicted`` if the model read it so: a
+    sentence or window about the claim's subject (:func:`same_subject`) that is a sentence stating
+    a conflict in the claim's terms (:func:`conflict_kind`), or, with ``model_contradicts``, that
+    shares ``contradict_min_overlap`` of the claim's words. Lexical: known before scoring."""
+    if cand.kind not in ("sentence", "window") or not same_subject(scored, cand, config):
+        return False
+    if cand.kind == "sentence" and conflict_kind(scored.claim, cand.text, config) is not None:
         return True
-    return cand.kind == "sentence" and conflict_kind(claim, cand.text, config) is not None
+    return config.model_contradicts and checks.overlap(scored.claim, cand.text) >= config.contradict_min_overlap
 
 
-def settled(scored: Scored, config: LocalJudgeConfig, early_exit: float) -> bool:
-    """Whether the candidates scored so far support the claim clearly enough (``early_exit``, or
-    the request's higher ``settle_at``) to stop scoring (see ``LocalJudgeConfig.early_exit``)."""
+def could_decide(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> bool:
+    """Whether the model's score of this candidate could change the verdict: it
+    :func:`could_support` or :func:`could_contradict` the claim. Any other candidate is vetoed
+    whatever the model says, so scoring it is wasted work (``LocalJudgeConfig.skip_unrelated``;
+    off: every candidate may decide)."""
+    if not config.skip_unrelated:
+        return True
+    return could_support(scored, cand, config) or could_contradict(scored, cand, config)
+
+
+def could_back_part(scored: Scored, part: str, cand: Candidate, config: LocalJudgeConfig) -> bool:
+    """Whether this candidate could back one part of a split claim if the model read it so (none of
+    :func:`_part_problem`'s vetoes); always, with ``skip_unrelated`` off."""
+    return not config.skip_unrelated or _part_problem(scored, part, cand, config) is None
+
+
+def settled(scored: Scored, config: LocalJudgeConfig, early_exit: float, remaining: Sequence[Candidate] = ()) -> bool:
+    """Whether scoring can stop: the candidates scored so far support the claim clearly enough
+    (``early_exit``, or the request's higher ``settle_at``; see ``LocalJudgeConfig.early_exit``),
+    or they contradict it and none of the ``remaining`` candidates could support it (only support
+    can undo a contradiction: by outweighing it, or in a window that holds the contradicting
+    sentence), so the label is the one scoring everything gives."""
     cands = scored.candidates if config.use_combined else [c for c in scored.candidates if c.kind != "combined"]
+    contra = _contradiction(scored, cands, config)
+    if contra is not None:
+        return not any(could_support(scored, c, config) for c in remaining)
     support = _best_support(scored, cands, config)
-    return support is not None and support[0] >= early_exit and _contradiction(scored, cands, config) is None
+    return support is not None and support[0] >= early_exit
 
 
 # -- decision ----------------------------------------------------------------
@@ -164,6 +192,19 @@ def _supported_in_context(scored: Scored, sentence: Candidate, config: LocalJudg
 _PRONOUN_OPENING = re.compile(r"^\W*(?:it|he|she|they|his|her|its|their)\b", re.IGNORECASE)
 
 
+def lead_name(claim: str) -> str | None:
+    """The name the claim is about: the last name in its subject ("The first bridge over the Alder
+    River" -> "Alder River"), or, where the subject is not found, a name opening the claim ("The
+    Alder River flows into ..."); None when the claim is not about a name."""
+    lead = checks.entities(subject_of(claim))[-1:]
+    if lead:
+        return lead[0]
+    names = checks.entities(claim)
+    if names and names[0] in " ".join(claim.split()[:3]):
+        return names[0]
+    return None
+
+
 def same_subject(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> bool:
     """Whether a candidate is about the claim's subject: it opens with a pronoun (a sentence on the
     subject's own page often names it so), or names the claim's subject itself (the name opening the
@@ -173,9 +214,9 @@ def same_subject(scored: Scored, cand: Candidate, config: LocalJudgeConfig) -> b
         return True
     claim = scored.claim
     names = checks.entities(claim)
-    lead = checks.entities(subject_of(claim))[-1:]
-    if lead:  # the claim's subject is a name: that name must be there
-        return checks.names_the_same(lead[0], cand.text)
+    lead = lead_name(claim)
+    if lead is not None:  # the claim's subject is a name: that name must be there
+        return checks.names_the_same(lead, cand.text)
     if names:
         return any(checks.names_the_same(name, cand.text) for name in names)
     opening = checks.content_words(" ".join(claim.split()[:4]))
@@ -279,8 +320,8 @@ def decide(scored: Scored, config: LocalJudgeConfig) -> JudgeVerdict:
     cands = scored.candidates if config.use_combined else [c for c in scored.candidates if c.kind != "combined"]
     # What the judge scores (:func:`could_decide`), whatever was scored: a recording that scored
     # everything (the tuner's) decides, confidences included, as the judge at run time does.
-    cands = [c for c in cands if could_decide(scored.claim, c, config)]
-    if not cands:
+    cands = [c for c in cands if could_decide(scored, c, config)]
+    if not cands and len(scored.parts) < 2:
         return JudgeVerdict(label="not_found", confidence=_calibrated(config, NOTHING_RELATED, 0.99))
     support = _best_support(scored, cands, config)
     contra = _contradiction(scored, cands, config)
@@ -311,8 +352,12 @@ def decide(scored: Scored, config: LocalJudgeConfig) -> JudgeVerdict:
             evidence_quote=_support_quote(scored, support[1], config),
             confidence=_calibrated(config, "supported", support[0]),
         )
-    top = max(float(max(c.probs[ENT], c.probs[CON])) for c in cands)
-    verdict = JudgeVerdict(label="not_found", confidence=_calibrated(config, "not_found", 1.0 - top))
+    if cands:
+        top = max(float(max(c.probs[ENT], c.probs[CON])) for c in cands)
+        confidence = _calibrated(config, "not_found", 1.0 - top)
+    else:  # nothing could decide the whole claim (its parts may still have evidence)
+        confidence = _calibrated(config, NOTHING_RELATED, 0.99)
+    verdict = JudgeVerdict(label="not_found", confidence=confidence)
     if parts:
         first = next((s for _, s in parts if s is not None), None)
         verdict = verdict.model_copy(
@@ -330,8 +375,12 @@ __all__ = [
     "NOTHING_RELATED",
     "conflict_kind",
     "conflicts",
+    "could_back_part",
+    "could_contradict",
     "could_decide",
+    "could_support",
     "decide",
+    "lead_name",
     "same_subject",
     "settled",
 ]

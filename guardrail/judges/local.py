@@ -38,7 +38,15 @@ from guardrail.judges.candidates import (
     part_candidates,
     plan_rounds,
 )
-from guardrail.judges.decision import conflict_kind, conflicts, could_decide, decide, settled
+from guardrail.judges.decision import (
+    conflict_kind,
+    conflicts,
+    could_back_part,
+    could_decide,
+    decide,
+    lead_name,
+    settled,
+)
 from guardrail.judges.lexicon import is_english
 from guardrail.judges.local_config import LocalJudgeConfig
 from guardrail.judges.parts import claim_parts
@@ -225,8 +233,8 @@ class LocalJudge:
         ]
         # Only candidates whose score could change the verdict are scored; parts draw on the whole plan.
         rounds = [
-            plan_rounds([c for c in plan if could_decide(r.claim, c, config)], config)
-            for r, plan in zip(requests, plans, strict=True)
+            plan_rounds([c for c in plan if could_decide(s, c, config)], config)
+            for s, plan in zip(scored, plans, strict=True)
         ]
         exits = [max(config.early_exit, r.settle_at or 0.0) for r in requests]
         done: list[set[int]] = [set() for _ in requests]  # ids of the candidates scored
@@ -240,7 +248,12 @@ class LocalJudge:
             for i in active:
                 scored[i].candidates = [c for c in plans[i] if id(c) in done[i]]
             step += 1
-            active = [i for i in active if step < len(rounds[i]) and not settled(scored[i], config, exits[i])]
+            active = [
+                i
+                for i in active
+                if step < len(rounds[i])
+                and not settled(scored[i], config, exits[i], [c for later in rounds[i][step:] for c in later])
+            ]
         if config.rescore_top > 1:
             # The sentences the model found most entailing, joined in page order, so evidence
             # spread over a page (gold sets are often several sentences apart) is read together;
@@ -248,7 +261,9 @@ class LocalJudge:
             extra = [
                 (s, c)
                 for s in scored
-                if decide(s, config).label != "supported" and (c := entailing_combination(s, config)) is not None
+                if decide(s, config).label != "supported"
+                and (c := entailing_combination(s, config)) is not None
+                and could_decide(s, c, config)
             ]
             self._predict_into([(s.claim, c) for s, c in extra])
             for s, c in extra:
@@ -260,14 +275,17 @@ class LocalJudge:
         """Score each part of every split claim against its own few candidates, all in one batch."""
         if not self.config.split_parts:
             return
+        config = self.config
         flat: list[tuple[str, Candidate]] = []
         for s, plan in zip(scored, plans, strict=True):
-            parts = claim_parts(s.claim) if plan else []
+            # A contradicted claim's parts change nothing (:func:`decide` returns before reading them).
+            contradicted = config.skip_unrelated and decide(s, config).label == "contradicted"
+            parts = claim_parts(s.claim) if plan and not contradicted else []
             if len(parts) < 2:
                 continue
             for part in parts:
-                floor = self.config.support_min_overlap if self.config.skip_unrelated else 0.0
-                cands = part_candidates(part, plan, self.config.part_candidates, floor)
+                cands = part_candidates(part, plan, config.part_candidates)
+                cands = [c for c in cands if could_back_part(s, part, c, config)]
                 s.parts.append((part, cands))
                 flat.extend((part, c) for c in cands)
         self._predict_into(flat)
@@ -363,7 +381,8 @@ def _refusal(request: JudgeRequest, config: LocalJudgeConfig) -> str | None:
 
 
 def _unrelated(request: JudgeRequest, config: LocalJudgeConfig) -> bool:
-    """Whether no candidate of this request could matter (``LocalJudgeConfig.skip_unrelated``)."""
+    """Whether no candidate of this request could matter (``LocalJudgeConfig.skip_unrelated``): the
+    passages share none of the claim's content words, or are pages about another subject."""
     if not config.skip_unrelated or config.support_min_overlap <= 0:
         return False
     if config.contradict_min_shared < 1 or config.number_conflict_min_overlap <= 0:
@@ -373,7 +392,24 @@ def _unrelated(request: JudgeRequest, config: LocalJudgeConfig) -> bool:
     words = checks.content_words(request.claim)
     if not words:
         return False
-    return not any(words & checks.content_words(p) for p in request.passages)
+    if not any(words & checks.content_words(p) for p in request.passages):
+        return True
+    return config.require_entities and about_another_subject(request, config)
+
+
+def about_another_subject(request: JudgeRequest, config: LocalJudgeConfig) -> bool:
+    """Whether the claim's subject is a name ("The Alder River is ...") that none of the passages
+    names (:func:`checks.names_the_same`), every passage being a page of ``entity_min_words`` or
+    more: nothing there is about the claim's subject, so nothing can contradict it (see
+    :func:`~guardrail.judges.decision.same_subject`), and a page that never names what it is cited
+    for does not back it. A short passage (a retrieved chunk) often leaves its subject unnamed, so
+    it is always scored. On the tune part every request this skips was ``not_found`` anyway."""
+    lead = lead_name(request.claim)
+    if lead is None or not request.passages:
+        return False
+    if any(len(p.split()) < config.entity_min_words for p in request.passages):
+        return False
+    return not any(checks.names_the_same(lead, p) for p in request.passages)
 
 
 def _model_name(path: Path) -> str:
