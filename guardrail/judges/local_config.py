@@ -101,12 +101,14 @@ class LocalJudgeConfig:
     """How many best-ranked sentences of each request the first round scores (0: all sentences in
     one round). A claim that restates one sentence of its page, the common case, is settled there."""
     skip_unrelated: bool = True
-    """Score only what could decide: a request whose passages share none of the claim's content
-    words is ``not_found`` without scoring anything, and of the others only the candidates that
-    could pass ``support_min_overlap`` or the contradiction and conflict checks' overlap minimums
-    are scored (:func:`could_decide`; parts likewise against their own words). The verdict is the
-    one scoring everything gives, but for the sentences the second pass joins (``rescore_top``:
-    now only sentences that could decide) and a ``not_found`` confidence read from fewer scores."""
+    """Score only what could decide. Whether a candidate could support or contradict the claim is
+    known before the model reads it (the checks are lexical), so only those candidates are scored
+    (:func:`~guardrail.judges.decision.could_decide`; parts only against evidence that could back
+    them); a request whose passages share none of the claim's content words, or pages that never
+    name the claim's subject, is ``not_found`` unscored; a contradiction ends the scoring when
+    nothing left could support the claim; a contradicted claim's parts are not scored. The label is
+    the one scoring everything gives, but for the sentences the second pass joins (``rescore_top``:
+    only sentences that could decide). Off: everything in the budget is scored (the tuner's recording)."""
     min_sentence_words: int = 3
     """Shorter sentences (menu items, headings) are not scored on their own."""
     max_length: int = 256
