@@ -116,6 +116,13 @@ def test_a_sentence_about_another_event_never_contradicts_whatever_the_model_say
     assert verdict.label == "not_found"
 
 
+def test_a_set_phrase_is_not_read_for_opposites() -> None:
+    claim = "In short, the Cedar River has a length of around 254 kilometres."
+    evidence = "The Cedar River is about 254 kilometres long from its source to its mouth."
+    assert checks.antonym_flip(claim, evidence) is None  # the "short" of "in short" is no length
+    assert checks.antonym_flip("The Cedar River is short.", "The Cedar River is long.") == ("short", "long")
+
+
 def test_an_antonym_flip_in_a_matching_sentence_is_not_support() -> None:
     page = "The company was founded in Leeds in 1901. Its sales decreased in 2010, after it lost its largest customer."
     flipped = "Its sales decreased in 2010, after it lost its largest customer."

@@ -511,12 +511,24 @@ def negation_flip(claim: str, evidence: str) -> bool:
 _LOWER_WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
 
 
+_IDIOMS = re.compile(
+    r"\b(?:in short|in brief|in the long run|long ago|before long|at long last|at last|at first|first of all"
+    r"|in fact|more or less|sooner or later|by and large|all in all|above all|after all|as long as"
+    r"|so long as|on the other hand|little by little|right away|in the end|high and low|up and down"
+    r"|back and forth|over and over|once and for all|far and wide)\b",
+    re.IGNORECASE,
+)
+"""Set phrases whose words say nothing of the claim's predicate: the "short" of "In short, the
+river is 254 km long" is not the opposite of the page's "long"."""
+
+
 def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[str, str] | None:
     """A word of the claim that the evidence turns into its opposite while matching the rest of the
     claim (at least ``min_overlap`` of its other content words): ("increased", "decreased") for
-    "Sales increased in 2010." against "Sales decreased in 2010.". None otherwise."""
-    claim_words = {w for w in _LOWER_WORD.findall(claim.lower())}
-    ev_words = {w for w in _LOWER_WORD.findall(evidence.lower())}
+    "Sales increased in 2010." against "Sales decreased in 2010.". Set phrases ("in short", "at
+    last") are not read for opposites. None otherwise."""
+    claim_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", claim).lower())}
+    ev_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", evidence).lower())}
     for word in sorted(claim_words - ev_words):
         for other in ev_words - claim_words:
             if are_antonyms(word, other):
