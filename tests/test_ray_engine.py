@@ -167,3 +167,19 @@ def test_a_ray_run_on_an_out_another_run_writes_stops_before_any_work(tmp_path: 
         holder.wait()
     checkpoint = checkpoint_path(out)  # the writability check may have created it, empty
     assert not out.exists() and (not checkpoint.exists() or checkpoint.read_text() == "")
+
+
+@pytest.mark.parametrize("field", ["blocks_at_once", "batch_size", "rows_at_once", "cpus_per_worker"])
+def test_ray_options_refuse_a_count_below_one(field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        RayOptions(**{field: 0})
+
+
+def test_an_actor_verifies_its_blocks_on_one_event_loop() -> None:
+    import inspect
+
+    from guardrail.apps.batch.ray_engine import RowVerifier
+
+    # Async: Ray Data then runs ``blocks_at_once`` blocks of an actor together on its loop.
+    assert inspect.iscoroutinefunction(RowVerifier.__call__)
+    assert RayOptions().blocks_at_once == 2

@@ -22,8 +22,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
 from guardrail.apps.batch.engine import BatchResult, arun_batch, finish_run, is_done
 from guardrail.apps.batch.results import RowResult
@@ -55,7 +53,9 @@ class RayOptions:
     joins the cluster this machine belongs to, ``"ray://host:10001"`` a remote one. ``workers``:
     actors in the pool (default: one per ``cpus_per_worker`` CPUs of the cluster); each reserves
     ``cpus_per_worker`` CPUs and sets its model threads to that; ``rows_at_once`` rows are verified
-    concurrently inside an actor (fetches overlap); ``batch_size`` rows per block; ``local_cpus``:
+    concurrently inside an actor (fetches overlap); ``batch_size`` rows per block;
+    ``blocks_at_once``: blocks an actor verifies together on its event loop (one block's fetches
+    overlap another's judging); ``local_cpus``:
     the CPUs of a Ray started here (default: all of them); ``stages``: a picklable function
     returning :func:`~guardrail.runtime.build_runtime` stage arguments (``judge``, ``embedder``,
     ``fetcher``) for each actor, to run other stages than the settings' (default: the settings');
@@ -67,6 +67,7 @@ class RayOptions:
     cpus_per_worker: int = 1
     rows_at_once: int = 8
     batch_size: int = 16
+    blocks_at_once: int = 2
     local_cpus: int | None = None
     stages: Callable[[], Mapping[str, Any]] | None = None
     cache: bool = True
@@ -74,8 +75,8 @@ class RayOptions:
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
             raise ValueError("workers must be at least 1")
-        if self.cpus_per_worker < 1 or self.rows_at_once < 1 or self.batch_size < 1:
-            raise ValueError("cpus_per_worker, rows_at_once and batch_size must be at least 1")
+        if min(self.cpus_per_worker, self.rows_at_once, self.batch_size, self.blocks_at_once) < 1:
+            raise ValueError("cpus_per_worker, rows_at_once, batch_size and blocks_at_once must be at least 1")
 
 
 class RowVerifier:
@@ -104,9 +105,11 @@ class RowVerifier:
         if judge is not None:
             judge.load()  # once per actor, not on the first block
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+    async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        # Async, so the actor's event loop runs ``blocks_at_once`` blocks together: one block's
+        # fetches wait while another's claims are judged, instead of the CPU idling in between.
         rows = [_row(data) for data in _records(batch)]
-        results = anyio.run(self._verify, rows)
+        results = await self._verify(rows)
         return {
             "id": [r.id for r in results],
             "error": [r.error or "" for r in results],
@@ -193,7 +196,9 @@ def verify_dataset(
             "stages": options.stages,
             "cache": options.cache,
         },
-        compute=ray.data.ActorPoolStrategy(size=options.workers) if options.workers else ray.data.ActorPoolStrategy(),
+        compute=ray.data.ActorPoolStrategy(size=options.workers, max_concurrent_calls_per_actor=options.blocks_at_once)
+        if options.workers
+        else ray.data.ActorPoolStrategy(max_concurrent_calls_per_actor=options.blocks_at_once),
         batch_size=options.batch_size,
         num_cpus=options.cpus_per_worker,
         max_restarts=-1,  # an actor that dies is replaced, and its block verified again
