@@ -186,12 +186,13 @@ class Verifier:
 
     # -- public entry points -------------------------------------------------
 
-    async def averify(self, claim: str, urls: Sequence[str]) -> ClaimReport:
+    async def averify(self, claim: str, urls: Sequence[str], *, memo: PageMemo | None = None) -> ClaimReport:
         """Verify one claim against each cited URL; one verdict per unique URL, in order.
-        ``urls`` is a list: a single string raises ``TypeError`` (it would be read as its characters)."""
+        ``urls`` is a list: a single string raises ``TypeError`` (it would be read as its characters).
+        Pass a ``memo`` to share fetches across calls (see :meth:`averify_many`)."""
         if isinstance(urls, (str, bytes)):
             raise TypeError("urls must be a list of URLs, not a single string")
-        reports = await self.averify_many([ClaimTask(claim=claim, evidence=list(urls))])
+        reports = await self.averify_many([ClaimTask(claim=claim, evidence=list(urls))], memo=memo)
         return reports[0]
 
     def verify(self, claim: str, urls: Sequence[str]) -> ClaimReport:

@@ -464,6 +464,22 @@ async def test_resume_skips_rows_in_the_checkpoint(tmp_path: Path, pages: Fixtur
     assert fresh.summary.rows_resumed == 0 and len(judge.calls) == 7
 
 
+async def test_a_page_cited_by_many_rows_is_fetched_once_per_run_without_a_page_cache(tmp_path: Path) -> None:
+    # A server of its own: the session's shared fixture server counts other tests' hits too.
+    site = FixtureServer({"/boiling": Route(body="<html><body><p>" + CLAIM + "</p></body></html>")}).start()
+    try:
+        rows = [{"id": f"r{i}", "claim": CLAIM, "urls": [site.url("/boiling")]} for i in range(6)]
+        path = write_jsonl(tmp_path / "outputs.jsonl", rows)  # type: ignore[arg-type]
+        verifier, judge = fake_verifier()  # no page cache (cache_path off)
+        result = await arun_batch_file(path, tmp_path / "report.csv", verifier=verifier, concurrency=2)
+        assert site.hits["/boiling"] == 1 and len(judge.calls) == 6
+        assert [r.claim_report.overall for r in result.results if r.claim_report] == ["supported"] * 6
+        await arun_batch_file(path, tmp_path / "report.csv", verifier=verifier, fresh=True)
+        assert site.hits["/boiling"] == 2  # a new run fetches again: a page is not kept across runs
+    finally:
+        site.stop()
+
+
 def test_checkpoint_drops_a_torn_last_line_and_retries_failed_rows(tmp_path: Path) -> None:
     cp = Checkpoint(tmp_path / "r.csv.checkpoint.jsonl")
     ok = RowResult(id="a", line=1, kind="claim", digest="d1")

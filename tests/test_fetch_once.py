@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from guardrail.fetch.direct import DirectFetcher
-from guardrail.fetch.once import FetchOnce
+from guardrail.fetch.once import FetchOnce, PageMemo
 from tests.fixtures.server import FixtureServer, Route
 
 
@@ -76,3 +76,34 @@ async def test_when_the_fetching_caller_is_cancelled_waiters_fetch_themselves(si
     page = (await waiter)[url]
     assert page.original_status == 200 and "Slow page" in page.text
     assert site.hits["/slow"] == 2
+
+
+async def test_a_bounded_memo_keeps_the_pages_used_last(site: FixtureServer) -> None:
+    fetcher = shared()
+    slow, fast = site.url("/slow"), site.url("/fast")
+    memo = PageMemo(limit=1)
+    await fetcher.fetch_all([fast], memo)
+    await fetcher.fetch_all([fast], memo)
+    assert site.hits["/fast"] == 1  # kept: fetched once for the memo
+    await fetcher.fetch_all([slow], memo)  # over the limit: the page used least recently goes
+    assert list(memo.tasks) == [slow]
+    await fetcher.fetch_all([fast], memo)
+    assert site.hits["/fast"] == 2 and site.hits["/slow"] == 1
+
+
+async def test_a_bounded_memo_never_lets_go_of_a_page_being_fetched(site: FixtureServer) -> None:
+    fetcher = shared()
+    slow, fast = site.url("/slow"), site.url("/fast")
+    memo = PageMemo(limit=1)
+    owner = asyncio.create_task(fetcher.fetch_all([slow], memo))
+    await asked(site, "/slow")
+    await fetcher.fetch_all([fast], memo)  # two entries now: the one in flight cannot go
+    assert slow in memo.tasks
+    await owner
+    await fetcher.fetch_all([slow], memo)
+    assert site.hits["/slow"] == 1
+
+
+def test_a_memo_limit_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"PageMemo\.limit"):
+        PageMemo(limit=0)

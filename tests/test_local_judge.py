@@ -602,3 +602,16 @@ def test_model_ships_in_the_package() -> None:
     assert LocalJudge.available(model_dir), "the judge's weights must ship in guardrail/judges/model"
     size = sum(f.stat().st_size for f in model_dir.iterdir() if f.is_file())
     assert size <= 50 * 1024 * 1024
+
+
+def test_memoised_word_helpers_hand_out_values_no_caller_can_change() -> None:
+    # The checks memoise their text helpers: a caller editing a returned set or list would
+    # change what every later check of the same text reads.
+    words = checks.content_words("The Alder River flows north.")
+    assert isinstance(words, frozenset) and words == checks.content_words("The Alder River flows north.")
+    names = checks.entities("Brad Pitt met Kate Winslet.")
+    names.append("Someone Else")
+    assert checks.entities("Brad Pitt met Kate Winslet.") == ["Brad Pitt", "Kate Winslet"]
+    found = checks.quantities("It is 254 km long.")
+    found.clear()
+    assert [q.value for q in checks.quantities("It is 254 km long.")] == [254.0]

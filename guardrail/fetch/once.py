@@ -39,9 +39,32 @@ __all__ = ["FetchOnce", "FetchStats", "PageMemo", "page_key"]
 
 @dataclass
 class PageMemo:
-    """Pages already fetched (or being fetched) for one answer, stream or batch, by page key."""
+    """Pages already fetched (or being fetched) for one answer, stream or batch, by page key.
+
+    ``limit`` bounds a memo that lives long (a batch run's, over many rows): past it, the pages
+    used least recently are let go (a page still being fetched is kept), so memory stays flat
+    while a page cited by many neighbouring rows is still fetched once. None: every page is kept."""
 
     tasks: dict[str, asyncio.Future[FetchedPage]] = field(default_factory=dict)
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"PageMemo.limit must be at least 1 or None, not {self.limit}")
+
+    def used(self, keys: Sequence[str]) -> list[asyncio.Future[FetchedPage]]:
+        """The futures of ``keys`` (all in the memo), marked as used now; then the memo is
+        trimmed to its ``limit``."""
+        futures = [self.tasks[k] for k in keys]
+        if self.limit is None:
+            return futures
+        for k, future in zip(keys, futures, strict=True):
+            del self.tasks[k]
+            self.tasks[k] = future  # dicts keep insertion order: the end is the most recent
+        excess = len(self.tasks) - self.limit
+        for k in [k for k, f in self.tasks.items() if f.done()][: max(0, excess)]:
+            del self.tasks[k]
+        return futures
 
 
 @dataclass
@@ -113,7 +136,7 @@ class FetchOnce:
                 raise
             for k, future in futures.items():
                 future.set_result(pages[k])
-        return {k: await memo.tasks[k] for k in keys}
+        return {k: await future for k, future in zip(keys, memo.used(keys), strict=True)}
 
     async def _shared(self, keys: list[str]) -> dict[str, FetchedPage]:
         """Single flight: each key fetched by one caller, awaited by the concurrent others."""

@@ -6,6 +6,7 @@ verdict rests on, and tested on their own.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -199,6 +200,16 @@ STOPWORDS = frozenset(
 )
 
 
+# The lexical checks run for every candidate of every request on the same few claim and page
+# texts (a batch row's checks called _stem 780,000 times for 300 rows): the pure text -> value
+# helpers below are memoised, bounded, so each text is read once while it is in use.
+_TEXT_CACHE = 8192
+"""Entries per memoised helper of short texts (words, claims, sentences)."""
+_PAGE_CACHE = 256
+"""Entries per memoised helper that is also given whole passages (pages of up to hundreds of KB)."""
+
+
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     w = word.lower()
     for suffix in ("ing", "ed", "es", "s"):
@@ -210,9 +221,16 @@ def _stem(word: str) -> str:
     return w
 
 
-def content_words(text: str) -> set[str]:
+@functools.lru_cache(maxsize=_TEXT_CACHE)
+def content_words(text: str) -> frozenset[str]:
     """Lower-cased, lightly stemmed words of ``text`` without stopwords."""
-    return {_stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS}
+    return frozenset(_stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS)
+
+
+@functools.lru_cache(maxsize=_PAGE_CACHE)
+def word_count(text: str) -> int:
+    """How many whitespace-separated words ``text`` has (asked of whole passages per candidate)."""
+    return len(text.split())
 
 
 def overlap(claim: str, evidence: str) -> float:
@@ -397,6 +415,11 @@ def quantities(text: str) -> list[Quantity]:
     """Every number in ``text`` (digits or number words), with scale words applied and a unit
     when one follows (or a currency sign precedes). Four-digit numbers 1000-2099 without a
     unit are years."""
+    return list(_quantities(text))
+
+
+@functools.lru_cache(maxsize=_PAGE_CACHE)
+def _quantities(text: str) -> tuple[Quantity, ...]:
     out: list[Quantity] = []
     for m in _QUANTITY.finditer(text):
         raw_num = m.group("num")
@@ -424,7 +447,7 @@ def quantities(text: str) -> list[Quantity]:
         if is_word and unit is None and not scale and value < 10:
             continue  # "three of them" is rarely the fact a claim hinges on
         out.append(Quantity(value=value, unit=unit, raw=m.group(0).strip()))
-    return out
+    return tuple(out)
 
 
 def _same_value(a: float, b: float) -> bool:
@@ -645,6 +668,11 @@ def _is_lead_in(text: str, start: int, end: int) -> bool:
 def entities(text: str) -> list[str]:
     """Capitalised word sequences that look like names (sentence-initial common words and
     sentence adverbs such as "Indeed," or "Notably," dropped)."""
+    return list(_entities(text))
+
+
+@functools.lru_cache(maxsize=_PAGE_CACHE)
+def _entities(text: str) -> tuple[str, ...]:
     found: list[str] = []
     for m in _CAP_SEQ.finditer(text):
         words = m.group(0).split()
@@ -659,10 +687,10 @@ def entities(text: str) -> list[str]:
         if len(words) == 1 and len(words[0]) < 2:
             continue
         found.append(" ".join(words))
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
-def _entity_present(entity: str, evidence_words: set[str]) -> bool:
+def _entity_present(entity: str, evidence_words: frozenset[str]) -> bool:
     parts = [w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", entity) if w.lower() not in _NOT_ENTITY]
     if not parts:
         return True
@@ -686,13 +714,19 @@ GENERIC_NAME_WORDS = frozenset(_GENERIC_NAME_TEXT.split())
 words tell which thing a sentence is about."""
 
 
+@functools.lru_cache(maxsize=_PAGE_CACHE)
+def _word_bag(text: str) -> frozenset[str]:
+    """Every word of ``text``, lower-cased, and its stem: what a name is looked up in."""
+    words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", text)}
+    return frozenset(words | {_stem(w) for w in words})
+
+
 def names_the_same(name: str, evidence: str) -> bool:
     """Whether the evidence names this very thing, not merely something of the same kind: every
     distinctive word of ``name`` is there (a person's surname alone will do: "Cameron" for "James
     Cameron"), generic words such as River, University or North left aside ("The Birch River"
     does not name "the Alder River"). A name made of generic words only needs all of them."""
-    words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", evidence)}
-    words |= {_stem(w) for w in words}
+    words = _word_bag(evidence)
     parts = [w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", name) if w.lower() not in _NOT_ENTITY]
     distinctive = [w for w in parts if w not in GENERIC_NAME_WORDS]
     present = [w in words or _stem(w) in words for w in distinctive or parts]
@@ -701,8 +735,7 @@ def names_the_same(name: str, evidence: str) -> bool:
 
 def missing_entities(claim: str, evidence: str) -> list[str]:
     """Names in the claim of which the evidence mentions none of the distinctive words."""
-    words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", evidence)}
-    words |= {_stem(w) for w in words}
+    words = _word_bag(evidence)
     return [e for e in entities(claim) if not _entity_present(e, words)]
 
 
@@ -717,8 +750,7 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
     missing = [m for m in missing_entities(claim, evidence) if len(claim[: max(0, claim.find(m))].split()) >= 2]
     if not missing:
         return None
-    claim_words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", claim)}
-    claim_words |= {_stem(w) for w in claim_words}
+    claim_words = _word_bag(claim)
     extra = [e for e in entities(evidence) if not _entity_present(e, claim_words)]
     for name in missing:
         multi = len(name.split()) > 1

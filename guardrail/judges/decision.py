@@ -122,7 +122,7 @@ def _support_problem(scored: Scored, cand: Candidate, config: LocalJudgeConfig, 
         return "antonym"
     if config.require_entities:
         scope = " ".join(scored.passages) if cand.kind == "combined" else scored.passages[cand.passage]
-        if len(scope.split()) >= config.entity_min_words and checks.missing_entities(claim, scope):
+        if checks.word_count(scope) >= config.entity_min_words and checks.missing_entities(claim, scope):
             return "entity"
     if config.entity_substitution and _substitution(claim, cand.text, config):
         return "substitution"
@@ -290,7 +290,7 @@ def _part_problem(scored: Scored, part: str, cand: Candidate, config: LocalJudge
     if config.require_numbers and checks.missing_numbers(part, cand.text):
         return "number"
     scope = scored.passages[cand.passage]
-    page_like = len(scope.split()) >= config.entity_min_words
+    page_like = checks.word_count(scope) >= config.entity_min_words
     if config.require_entities and page_like and checks.missing_entities(part, scope):
         return "entity"
     if config.antonym_check and checks.antonym_flip(part, cand.text, config.negation_min_overlap) is not None:

@@ -407,7 +407,7 @@ def about_another_subject(request: JudgeRequest, config: LocalJudgeConfig) -> bo
     lead = lead_name(request.claim)
     if lead is None or not request.passages:
         return False
-    if any(len(p.split()) < config.entity_min_words for p in request.passages):
+    if any(checks.word_count(p) < config.entity_min_words for p in request.passages):
         return False
     return not any(checks.names_the_same(lead, p) for p in request.passages)
 

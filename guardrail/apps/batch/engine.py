@@ -27,6 +27,7 @@ from guardrail.apps.batch.rows import BatchRow, read_rows
 from guardrail.apps.batch.summary import BatchSummary, summarize, write_csv
 from guardrail.core.schema import Reason
 from guardrail.extras import require_extra
+from guardrail.fetch.once import PageMemo
 from guardrail.limits import RequestLimitError
 from guardrail.settings import ConfigurationError
 
@@ -37,17 +38,21 @@ __all__ = ["BatchResult", "arun_batch", "arun_batch_file", "finish_run", "is_don
 
 log = logging.getLogger("guardrail.batch")
 
+MEMO_PAGES = 256
+"""Pages a batch run keeps in memory between its rows (see :func:`arun_batch`): rows are verified
+near their neighbours (the Ray engine orders them by page), so a few hundred cover the pages in use."""
+
 _OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value})
 
 
-async def _verify_row(verifier: Verifier, row: BatchRow) -> RowResult:
+async def _verify_row(verifier: Verifier, row: BatchRow, memo: PageMemo) -> RowResult:
     start = time.perf_counter()
     base: dict[str, Any] = {"id": row.id, "line": row.line, "kind": row.kind, "digest": row.digest}
     try:
         if row.claim is not None:
-            result = RowResult(**base, claim_report=await verifier.averify(row.claim, row.urls))
+            result = RowResult(**base, claim_report=await verifier.averify(row.claim, row.urls, memo=memo))
         elif row.answer is not None:
-            result = RowResult(**base, answer_report=await verifier.averify_answer(row.answer, row.sources))
+            result = RowResult(**base, answer_report=await verifier.averify_answer(row.answer, row.sources, memo=memo))
         else:
             raise ValueError(f"row {row.id} has neither a claim nor an answer")
         ours = [v.reason for _, _, v in result.verdicts() if v.reason in _OUR_FAILURES]
@@ -79,12 +84,18 @@ async def arun_batch(
     checkpoint: Checkpoint | None = None,
     concurrency: int = 4,
     on_row: Callable[[RowResult], None] | None = None,
+    memo: PageMemo | None = None,
 ) -> tuple[list[RowResult], int]:
     """Verify every row not already in ``checkpoint`` (same id and content), ``concurrency`` at a
     time, appending each to the checkpoint as it finishes. Returns the results in input order and
-    how many came from the checkpoint. A ConfigurationError stops the run (finished rows stay)."""
+    how many came from the checkpoint. A ConfigurationError stops the run (finished rows stay).
+
+    Rows share one page ``memo`` (default: one for this run, holding the ``MEMO_PAGES`` pages used
+    last): a page cited by many rows is fetched and read once while its rows are verified, page
+    cache or not."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    memo = memo if memo is not None else PageMemo(limit=MEMO_PAGES)
     done = checkpoint.load() if checkpoint is not None else {}
     results: dict[str, RowResult] = {}
     queue: asyncio.Queue[BatchRow] = asyncio.Queue()
@@ -102,7 +113,7 @@ async def arun_batch(
                 row = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            result = await _verify_row(verifier, row)
+            result = await _verify_row(verifier, row, memo)
             if checkpoint is not None:
                 checkpoint.append(result)
             results[row.id] = result

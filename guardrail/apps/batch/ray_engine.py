@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
-from guardrail.apps.batch.engine import BatchResult, arun_batch, finish_run, is_done
+from guardrail.apps.batch.engine import MEMO_PAGES, BatchResult, arun_batch, finish_run, is_done
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.rows import BatchRow, read_rows, row_from_data
+from guardrail.fetch.once import PageMemo
 from guardrail.onnx_backend import set_default_threads
 from guardrail.runtime import build_runtime
 from guardrail.settings import ConfigurationError, Settings
@@ -104,6 +105,9 @@ class RowVerifier:
         judge = self.runtime.verifier.judge
         if judge is not None:
             judge.load()  # once per actor, not on the first block
+        # One memo for all of the actor's blocks: rows are sharded by page, so a page's rows
+        # (on this actor, in this and the neighbouring blocks) fetch and read it once.
+        self.pages = PageMemo(limit=MEMO_PAGES)
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         # Async, so the actor's event loop runs ``blocks_at_once`` blocks together: one block's
@@ -117,7 +121,7 @@ class RowVerifier:
         }
 
     async def _verify(self, rows: list[BatchRow]) -> list[RowResult]:
-        results, _ = await arun_batch(rows, self.runtime.verifier, concurrency=self.rows_at_once)
+        results, _ = await arun_batch(rows, self.runtime.verifier, concurrency=self.rows_at_once, memo=self.pages)
         return results
 
 
