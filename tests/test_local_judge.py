@@ -17,7 +17,7 @@ import pytest
 
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
 from guardrail.judges import checks, judge_from_settings
-from guardrail.judges.decision import NOTHING_RELATED, could_back_part
+from guardrail.judges.decision import NOTHING_RELATED, conflict_kind, could_back_part
 from guardrail.judges.local import (
     Candidate,
     LocalJudge,
@@ -615,3 +615,54 @@ def test_memoised_word_helpers_hand_out_values_no_caller_can_change() -> None:
     found = checks.quantities("It is 254 km long.")
     found.clear()
     assert [q.value for q in checks.quantities("It is 254 km long.")] == [254.0]
+
+
+# -- one difference only (precision first) ---------------------------------------------------------
+
+SPONGEBOB = "SpongeBob SquarePants is a French animated television series created by Stephen Hillenburg."
+THATCHER_SECOND = "In 1975 Thatcher became the second woman to lead a major political party in the United Kingdom."
+
+
+def test_a_claim_that_denies_something_conflicts_only_with_its_own_negation() -> None:
+    config = LocalJudgeConfig()
+    # "not American" is what "French" says: another name does not contradict a denial...
+    assert conflict_kind("SpongeBob SquarePants is not an American series.", SPONGEBOB, config) is None
+    assert conflict_kind("SpongeBob SquarePants is an American series.", SPONGEBOB, config) == "name"
+    # ...nor does another value or year.
+    assert checks.conflicting_quantity("The bridge is not 300 metres long.", "The bridge is 250 metres long.")
+    assert conflict_kind("The bridge is not 300 metres long.", "The bridge is 250 metres long.", config) is None
+    assert conflict_kind("The bridge is 300 metres long.", "The bridge is 250 metres long.", config) == "number"
+    # Two denials of two values ("not 300" and "not 250") are compatible too: no flip to read.
+    assert conflict_kind("The bridge is not 300 metres long.", "The bridge is not 250 metres long.", config) is None
+    # Its own negation does.
+    venus = "Venus has a runaway greenhouse effect that makes it the hottest planet."
+    assert conflict_kind("Venus doesn't have a runaway greenhouse effect.", venus, config) == "negation"
+
+
+def test_a_negation_flip_beside_another_rank_or_value_is_no_conflict() -> None:
+    config = LocalJudgeConfig()
+    claim = "Margaret Thatcher was not the first woman to lead a major political party in the United Kingdom."
+    assert checks.other_rank(claim, THATCHER_SECOND)
+    assert conflict_kind(claim, THATCHER_SECOND, config) is None  # "not the first" is what "the second" says
+    first = "Thatcher was the first woman to lead a major political party in the United Kingdom."
+    assert not checks.other_rank(claim, first)
+    assert conflict_kind(claim, first, config) == "negation"
+    # A flip and another value: two differences, not one clean contradiction.
+    assert conflict_kind("The bridge was not 300 metres long.", "The bridge was 250 metres long.", config) is None
+
+
+def test_a_value_the_evidence_rounds_is_not_another_value() -> None:
+    rounded = "By 2011 the concentration of CO2 had increased by about 40% and methane by 150%."
+    assert checks.conflicting_quantity("CO2 has increased 43 percent above the pre-industrial level.", rounded) is None
+    hit = checks.conflicting_quantity("CO2 has increased 80 percent above the pre-industrial level.", rounded)
+    assert hit is not None and (hit[0].value, hit[1].value) == (80, 40)  # beyond the tolerance: another value
+    # Unhedged, a close value is still another value.
+    exact = "By 2011 the concentration of CO2 had increased by 40%."
+    assert checks.conflicting_quantity("CO2 has increased 43 percent.", exact) is not None
+
+
+@pytest.mark.slow
+def test_a_denial_is_not_contradicted_by_the_alternative_it_implies(judge: LocalJudge) -> None:
+    assert _verify(judge, "SpongeBob SquarePants is not an American series.", SPONGEBOB)[0] != Label.contradicted
+    claim = "Margaret Thatcher was not the first woman to lead a major political party in the United Kingdom."
+    assert _verify(judge, claim, THATCHER_SECOND)[0] != Label.contradicted

@@ -471,18 +471,33 @@ def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity]
     for q in missing_numbers(claim, evidence):
         if q.unit is None or q.unit == "year":
             continue
-        for other in ev:
-            if other.unit == q.unit and not _same_value(other.value, q.value):
+        same_unit = [other for other in ev if other.unit == q.unit]
+        if any(_roughly(q, other, evidence) for other in same_unit):
+            continue  # "increased by about 40% and 150%" states the claim's "43 percent", rounded
+        for other in same_unit:
+            if not _same_value(other.value, q.value):
                 return q, other
     return None
 
 
+HEDGE_TOLERANCE = 0.15
+"""How far apart a claim's value and a value the evidence hedges ("about 40%", "nearly 2 million")
+may be and still not conflict: rounded prose is not another value."""
+
+
+def _roughly(value: Quantity, stated: Quantity, text: str) -> bool:
+    """Whether ``text`` states ``stated`` after a hedge ("about", "around", "nearly", ...) within
+    ``HEDGE_TOLERANCE`` of ``value``."""
+    if abs(stated.value - value.value) > HEDGE_TOLERANCE * max(abs(stated.value), abs(value.value)):
+        return False
+    return re.search(_HEDGE_WORDS + r"\s+[$€£]?" + re.escape(stated.raw), text, re.IGNORECASE) is not None
+
+
 _RANGE = re.compile(r"\d\s*(?:-|–|—|to)\s*[$€£]?\d|\bbetween\s+[$€£]?\d", re.IGNORECASE)
-_APPROX = re.compile(
+_HEDGE_WORDS = (
     r"\b(?:about|around|approximately|roughly|nearly|almost|over|under|more than|less than|at least|up to|some)"
-    r"\s+[$€£]?\d",
-    re.IGNORECASE,
 )
+_APPROX = re.compile(_HEDGE_WORDS + r"\s+[$€£]?\d", re.IGNORECASE)
 
 
 _OPEN_YEAR = re.compile(
@@ -522,6 +537,21 @@ _NEGATION = re.compile(
 def negation_count(text: str) -> int:
     """How many negation cues ``text`` has."""
     return len(_NEGATION.findall(text))
+
+
+_RANK = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|last"
+    r"|1st|2nd|3rd|[4-9]th|10th)\b",
+    re.IGNORECASE,
+)
+
+
+def other_rank(claim: str, evidence: str) -> bool:
+    """Whether the evidence ranks something otherwise than the claim: the claim's rank ("first")
+    absent where the evidence states another ("second")."""
+    ours = {m.lower() for m in _RANK.findall(claim)}
+    theirs = {m.lower() for m in _RANK.findall(evidence)}
+    return bool(ours - theirs) and bool(theirs - ours)
 
 
 def negation_flip(claim: str, evidence: str) -> bool:

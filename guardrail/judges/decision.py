@@ -150,7 +150,24 @@ def conflict_kind(claim: str, text: str, config: LocalJudgeConfig) -> str | None
     """What a sentence states differently in the claim's own terms, when the rest of the claim
     matches it closely: another value for the same quantity (``number``), another year for the same
     event (``year``), another name in the claim's place (``name``), the claim's predicate negated
-    (``negation``) or turned into its opposite (``antonym``); None otherwise."""
+    (``negation``) or turned into its opposite (``antonym``); None otherwise.
+
+    Precision first, it must be the *one* difference: a claim that denies something ("is not an
+    American series") is compatible with a page stating another value, year or name ("is a French
+    series"), so only the negation itself can conflict with it; and a sentence that both flips the
+    negation and states another value, name or rank ("was not the first woman" against "became
+    the second woman") says the same thing in other words, or something else: not a conflict."""
+    other = _other_value(claim, text, config)
+    close = checks.overlap(claim, text) >= config.negation_min_overlap
+    if config.negation_check and close and checks.negation_flip(claim, text):
+        return "negation" if other is None and not checks.other_rank(claim, text) else None
+    if checks.negation_count(claim) % 2:
+        return None
+    return other
+
+
+def _other_value(claim: str, text: str, config: LocalJudgeConfig) -> str | None:
+    """Another value (number), year, name or the opposite word (antonym) in the claim's place."""
     hit = checks.conflicting_quantity(claim, text)
     if hit is not None and _rest_overlap(claim, hit[0].raw, text) >= config.number_conflict_min_overlap:
         return "number"
@@ -160,9 +177,6 @@ def conflict_kind(claim: str, text: str, config: LocalJudgeConfig) -> str | None
         return "name"
     if config.antonym_check and checks.antonym_flip(claim, text, config.negation_min_overlap) is not None:
         return "antonym"
-    close = checks.overlap(claim, text) >= config.negation_min_overlap
-    if config.negation_check and close and checks.negation_flip(claim, text):
-        return "negation"
     return None
 
 
