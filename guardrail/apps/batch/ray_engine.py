@@ -27,6 +27,7 @@ from guardrail.apps.batch.engine import MEMO_PAGES, BatchResult, arun_batch, fin
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.rows import BatchRow, read_rows, row_from_data
 from guardrail.fetch.once import PageMemo
+from guardrail.onnx_backend import available as onnx_available
 from guardrail.onnx_backend import set_default_threads
 from guardrail.runtime import build_runtime
 from guardrail.settings import ConfigurationError, Settings
@@ -126,8 +127,11 @@ class RowVerifier:
 
 
 def _use_threads(cpus: int) -> None:
-    """Model threads equal to the actor's CPUs (this is the actor's own process)."""
+    """Model threads equal to the actor's CPUs (this is the actor's own process). Torch is set too
+    only where the models run on it (no ONNX Runtime): importing it costs seconds per actor."""
     set_default_threads(cpus)
+    if onnx_available():
+        return
     try:
         import torch
     except ImportError:
