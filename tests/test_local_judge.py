@@ -647,8 +647,17 @@ def test_a_negation_flip_beside_another_rank_or_value_is_no_conflict() -> None:
     first = "Thatcher was the first woman to lead a major political party in the United Kingdom."
     assert not checks.other_rank(claim, first)
     assert conflict_kind(claim, first, config) == "negation"
-    # A flip and another value: two differences, not one clean contradiction.
+    # A denial against another value: compatible, not a contradiction.
     assert conflict_kind("The bridge was not 300 metres long.", "The bridge was 250 metres long.", config) is None
+    # A claim that asserts: another value contradicts it, whatever negation the sentence also holds.
+    claim, page = (
+        "The author found that ice melts at 0 degrees Celsius.",
+        (
+            "The author also claimed that ice melts at 10 degrees Celsius, and that sea water freezes at the "
+            "same temperature as fresh water, neither of which is accepted today."
+        ),
+    )
+    assert checks.negation_flip(claim, page) and conflict_kind(claim, page, config) == "number"
 
 
 def test_a_value_the_evidence_rounds_is_not_another_value() -> None:

@@ -152,18 +152,18 @@ def conflict_kind(claim: str, text: str, config: LocalJudgeConfig) -> str | None
     event (``year``), another name in the claim's place (``name``), the claim's predicate negated
     (``negation``) or turned into its opposite (``antonym``); None otherwise.
 
-    Precision first, it must be the *one* difference: a claim that denies something ("is not an
-    American series") is compatible with a page stating another value, year or name ("is a French
-    series"), so only the negation itself can conflict with it; and a sentence that both flips the
-    negation and states another value, name or rank ("was not the first woman" against "became
-    the second woman") says the same thing in other words, or something else: not a conflict."""
+    Precision first, a claim that denies something ("is not an American series") must conflict by
+    its negation alone: a page stating another value, year, name or rank ("is a French series",
+    "became the second woman" against "was not the first woman") says what the denial says, or
+    something else; either way it is no conflict."""
     other = _other_value(claim, text, config)
     close = checks.overlap(claim, text) >= config.negation_min_overlap
-    if config.negation_check and close and checks.negation_flip(claim, text):
-        return "negation" if other is None and not checks.other_rank(claim, text) else None
-    if checks.negation_count(claim) % 2:
-        return None
-    return other
+    flip = config.negation_check and close and checks.negation_flip(claim, text)
+    if checks.negation_count(claim) % 2:  # the claim denies something
+        return "negation" if flip and other is None and not checks.other_rank(claim, text) else None
+    if other is not None:
+        return other
+    return "negation" if flip else None
 
 
 def _other_value(claim: str, text: str, config: LocalJudgeConfig) -> str | None:
