@@ -3,7 +3,11 @@
 1,000 claims over 200 loopback pages that answer after 100 ms (each claim cites its page and the
 next one), the embedded judge and embedder. For each engine: claims/s, the ratio to the
 network-bound ideal (unique pages x latency / fetch concurrency, as if verifying were free), and
-for Ray the peak RSS of each actor; then the scaling ratio of 2 actors to 1.
+for Ray the peak RSS and CPU time of each actor; then the scaling ratio of 2 actors to 1. Each
+engine's start (actors spawned and their models loaded, inside the timed run as in a real batch)
+is reported apart, as the time to the first result, and so is the steady rate: the rows finished
+between the 10th and the 90th percentile of completion times over that span, which is what a
+long batch runs at.
 
 Usage: python bench/scale.py [--claims 1000] [--pages 200] [--latency 0.1] [--concurrency 8]
 Writes bench/results/scale.json.
@@ -41,26 +45,53 @@ def write_rows(path: Path, site: LoopbackSite, specs: list[tuple[str, list[str]]
             fh.write(json.dumps({"id": i, "claim": claim, "urls": [site.url(p) for p in paths]}) + "\n")
 
 
-def local_run(rows: Path, out: Path, settings: Settings, concurrency: int) -> float:
+class RowClock:
+    """When each row came back (``on_row``), from a start set just before the run."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.times: list[float] = []
+
+    def __call__(self, _result: object) -> None:
+        self.times.append(time.perf_counter() - self.start)
+
+    def figures(self) -> dict[str, float]:
+        """Seconds to the first result, and the steady rate between the 10th and 90th percentile."""
+        times = sorted(self.times)
+        if len(times) < 10:
+            return {}
+        lo, hi = times[len(times) // 10], times[len(times) * 9 // 10]
+        rows = len(times) * 9 // 10 - len(times) // 10
+        return {"first_result_s": round(times[0], 2), "steady_claims_per_s": round(rows / max(hi - lo, 1e-9), 1)}
+
+
+def local_run(rows: Path, out: Path, settings: Settings, concurrency: int) -> tuple[float, dict[str, float]]:
     with build_runtime(settings, cache=False, audit=False) as runtime:
         runtime.verifier.embedder.embed(["warm-up"])  # models load outside the timing, as on Ray
         judge = runtime.verifier.judge
         if judge is not None:
             judge.load()
-        start = time.perf_counter()
-        run_sync(lambda: arun_batch_file(rows, out, verifier=runtime.verifier, concurrency=concurrency, fresh=True))
-        return time.perf_counter() - start
+        clock = RowClock()
+        run_sync(
+            lambda: arun_batch_file(
+                rows, out, verifier=runtime.verifier, concurrency=concurrency, fresh=True, on_row=clock
+            )
+        )
+        return time.perf_counter() - clock.start, clock.figures()
 
 
-class ActorMemory:
-    """Peak RSS (VmHWM) of each verifier actor, sampled while the run goes on (the pool is torn
-    down when the dataset is done): called as ``on_row``."""
+class ActorWatch(RowClock):
+    """Peak RSS (VmHWM) and CPU seconds of each verifier actor, sampled while the run goes on (the
+    pool is torn down when the dataset is done), and the row clock: called as ``on_row``."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.peaks: dict[int, float] = {}
+        self.cpu: dict[int, float] = {}
         self.last = 0.0
 
-    def __call__(self, _result: object) -> None:
+    def __call__(self, result: object) -> None:
+        super().__call__(result)
         now = time.monotonic()
         if now - self.last < 1.0:
             return
@@ -73,13 +104,16 @@ class ActorMemory:
             pid = int(actor["Pid"])
             try:
                 status = Path(f"/proc/{pid}/status").read_text()
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
             kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
             self.peaks[pid] = max(self.peaks.get(pid, 0.0), round(kb / 1024, 1))
+            # utime and stime (fields 14 and 15 of /proc/PID/stat), in clock ticks
+            self.cpu[pid] = round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
 
 
-def ray_run(rows: Path, out: Path, settings: Settings, workers: int, concurrency: int) -> tuple[float, list[float]]:
+def ray_run(rows: Path, out: Path, settings: Settings, workers: int, concurrency: int) -> tuple[float, ActorWatch]:
     import ray
 
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -88,11 +122,9 @@ def ray_run(rows: Path, out: Path, settings: Settings, workers: int, concurrency
         warm = Path(str(out) + ".warm.jsonl")
         warm.write_text(rows.read_text().splitlines()[0] + "\n")  # actors start and load their models
         run_ray_batch_file(warm, Path(str(out) + ".warm.csv"), settings=settings, options=options, fresh=True)
-        memory = ActorMemory()
-        start = time.perf_counter()
-        run_ray_batch_file(rows, out, settings=settings, options=options, fresh=True, on_row=memory)
-        wall = time.perf_counter() - start
-        return wall, sorted(memory.peaks.values())
+        watch = ActorWatch()
+        run_ray_batch_file(rows, out, settings=settings, options=options, fresh=True, on_row=watch)
+        return time.perf_counter() - watch.start, watch
     finally:
         ray.shutdown()
 
@@ -129,19 +161,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, LoopbackSite(routes) as site:
         rows = Path(tmp) / "rows.jsonl"
         write_rows(rows, site, specs)
-        wall = local_run(rows, Path(tmp) / "local.csv", settings, args.concurrency)
-        results["local"] = {"wall_s": round(wall, 2), "claims_per_s": round(args.claims / wall, 1)}
+        wall, steady = local_run(rows, Path(tmp) / "local.csv", settings, args.concurrency)
+        results["local"] = {"wall_s": round(wall, 2), "claims_per_s": round(args.claims / wall, 1), **steady}
         for workers in (1, 2):
-            wall, peaks = ray_run(rows, Path(tmp) / f"ray{workers}.csv", settings, workers, args.concurrency)
+            wall, watch = ray_run(rows, Path(tmp) / f"ray{workers}.csv", settings, workers, args.concurrency)
             results[f"ray_{workers}"] = {
                 "wall_s": round(wall, 2),
                 "claims_per_s": round(args.claims / wall, 1),
-                "peak_rss_mb_per_actor": peaks,
+                **watch.figures(),
+                "peak_rss_mb_per_actor": sorted(watch.peaks.values()),
+                "cpu_s_per_actor_sampled": sorted(watch.cpu.values()),
             }
     for key in ("local", "ray_1", "ray_2"):
         results[key]["network_ideal_s"] = round(ideal, 2)
         results[key]["ratio_to_ideal"] = round(results[key]["wall_s"] / ideal, 2)
     results["scaling_2_over_1"] = round(results["ray_2"]["claims_per_s"] / results["ray_1"]["claims_per_s"], 2)
+    if results["ray_1"].get("steady_claims_per_s") and results["ray_2"].get("steady_claims_per_s"):
+        results["steady_scaling_2_over_1"] = round(
+            results["ray_2"]["steady_claims_per_s"] / results["ray_1"]["steady_claims_per_s"], 2
+        )
     results["driver_peak_rss_mb"] = round(peak_rss_mb(), 1)
     results["load_after"] = os.getloadavg()
     print(f"scale: {args.claims} claims, {args.pages} pages at {args.latency * 1000:.0f} ms; {results['machine']}")
@@ -149,8 +187,12 @@ def main() -> None:
         row = results[key]
         rss = f"  actor peak RSS {row['peak_rss_mb_per_actor']} MB" if "peak_rss_mb_per_actor" in row else ""
         speed = f"{row['claims_per_s']:7.1f} claims/s  wall {row['wall_s']:7.2f} s"
-        print(f"  {key:6s} {speed}  ratio to ideal {row['ratio_to_ideal']:6.2f}{rss}")
-    print(f"  scaling 2 actors / 1 actor: {results['scaling_2_over_1']}x")
+        steady = f"  first result {row.get('first_result_s')} s  steady {row.get('steady_claims_per_s')} claims/s"
+        print(f"  {key:6s} {speed}  ratio to ideal {row['ratio_to_ideal']:6.2f}{steady}{rss}")
+    print(
+        f"  scaling 2 actors / 1 actor: {results['scaling_2_over_1']}x wall, "
+        f"{results.get('steady_scaling_2_over_1')}x steady"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
