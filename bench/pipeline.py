@@ -93,8 +93,13 @@ def pct(values: list[float], q: float) -> float:
 
 async def run_batch(verifier: Verifier, tasks: list[ClaimTask]) -> float:
     start = time.perf_counter()
-    await verifier.averify_many(tasks)
-    return time.perf_counter() - start
+    reports = await verifier.averify_many(tasks)
+    wall = time.perf_counter() - start
+    # A judge that fails answers judge_error at once: its "throughput" would be a fiction.
+    failed = sum(1 for r in reports for c in r.citations if c.reason in ("judge_error", "internal_error"))
+    if failed:
+        raise RuntimeError(f"{failed} verdicts rest on a failure of ours (judge {verifier.judge}): no figure")
+    return wall
 
 
 async def run_per_claim(verifier: Verifier, tasks: list[ClaimTask], concurrency: int) -> tuple[float, list[float]]:
@@ -122,7 +127,9 @@ async def main() -> None:
     parser.add_argument("--baseline", action="store_true", help="also run the torch path, in the same run")
     parser.add_argument("--int8", action="store_true", help="the judge's int8-quantised ONNX graph")
     parser.add_argument("--shipped-ref", default=SHIPPED_REF, help="git commit of the v2 judge (the baseline)")
-    parser.add_argument("--shipped-model", type=Path, default=SHIPPED_MODEL, help="the v2 judge's weights")
+    parser.add_argument(
+        "--shipped-model", type=Path, default=SHIPPED_MODEL, help="the v2 judge's weights (default: the package's)"
+    )
     args = parser.parse_args()
 
     routes, specs = build(args.claims, args.pages, args.latency)
@@ -174,12 +181,14 @@ async def main() -> None:
             }
         if args.baseline:
             baselines: dict[str, Any] = {"baseline": LocalJudge(config=LocalJudgeConfig(backend="torch"))}
-            shipped = load_shipped_judge(args.shipped_ref, args.shipped_model)
+            # The v2 weights are the package's (unchanged since v2) unless a copy is given.
+            weights = args.shipped_model if LocalJudge.available(args.shipped_model) else LocalJudge().path
+            shipped = load_shipped_judge(args.shipped_ref, weights)
             if shipped is None:
                 print(f"note: cannot read the v2 judge at {args.shipped_ref} from git; torch path only")
             else:
                 baselines["shipped_v2"] = RecordingJudge(shipped[0], decide_fn=shipped[1])
-                results["shipped_v2"] = f"judge code at {args.shipped_ref}, weights {args.shipped_model.name}, torch"
+                results["shipped_v2"] = f"judge code at {args.shipped_ref}, weights {weights}, torch"
             for prefix, baseline_judge in baselines.items():
                 other = Verifier(
                     settings=settings,
