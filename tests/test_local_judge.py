@@ -675,3 +675,12 @@ def test_a_denial_is_not_contradicted_by_the_alternative_it_implies(judge: Local
     assert _verify(judge, "SpongeBob SquarePants is not an American series.", SPONGEBOB)[0] != Label.contradicted
     claim = "Margaret Thatcher was not the first woman to lead a major political party in the United Kingdom."
     assert _verify(judge, claim, THATCHER_SECOND)[0] != Label.contradicted
+
+
+def test_memoised_helpers_keep_few_pages_and_many_sentences() -> None:
+    pages = [f"Page {i}: " + "the river runs north past the old mill and the town. " * 100 for i in range(300)]
+    sentences = [f"Sentence {i} about the river." for i in range(300)]
+    for text in sentences + pages:
+        checks.content_words(text)
+    assert checks.content_words.long.cache_info().currsize == checks._PAGE_CACHE  # pages: bounded apart
+    assert checks.content_words.short.cache_info().currsize >= 300  # sentences kept despite the pages

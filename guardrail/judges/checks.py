@@ -11,8 +11,9 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from guardrail.judges.lexicon import are_antonyms
 
@@ -204,9 +205,25 @@ STOPWORDS = frozenset(
 # texts (a batch row's checks called _stem 780,000 times for 300 rows): the pure text -> value
 # helpers below are memoised, bounded, so each text is read once while it is in use.
 _TEXT_CACHE = 8192
-"""Entries per memoised helper of short texts (words, claims, sentences)."""
+"""Entries per memoised helper for short texts (claims, sentences, windows)..."""
 _PAGE_CACHE = 256
-"""Entries per memoised helper that is also given whole passages (pages of up to hundreds of KB)."""
+"""...and for texts longer than ``_LONG_TEXT`` characters (whole passages, up to hundreds of KB)."""
+_LONG_TEXT = 4096
+
+_T = TypeVar("_T")
+
+
+class _Memoised(Generic[_T]):
+    """A text helper memoised in two bounded caches, by the length of its text: a few hundred pages
+    kept never push out the thousands of sentences in use, nor hold gigabytes."""
+
+    def __init__(self, fn: Callable[[str], _T]) -> None:
+        self.short = functools.lru_cache(maxsize=_TEXT_CACHE)(fn)
+        self.long = functools.lru_cache(maxsize=_PAGE_CACHE)(fn)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, text: str) -> _T:
+        return self.long(text) if len(text) > _LONG_TEXT else self.short(text)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -221,13 +238,13 @@ def _stem(word: str) -> str:
     return w
 
 
-@functools.lru_cache(maxsize=_TEXT_CACHE)
+@_Memoised
 def content_words(text: str) -> frozenset[str]:
     """Lower-cased, lightly stemmed words of ``text`` without stopwords."""
     return frozenset(_stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS)
 
 
-@functools.lru_cache(maxsize=_PAGE_CACHE)
+@_Memoised
 def word_count(text: str) -> int:
     """How many whitespace-separated words ``text`` has (asked of whole passages per candidate)."""
     return len(text.split())
@@ -418,7 +435,7 @@ def quantities(text: str) -> list[Quantity]:
     return list(_quantities(text))
 
 
-@functools.lru_cache(maxsize=_PAGE_CACHE)
+@_Memoised
 def _quantities(text: str) -> tuple[Quantity, ...]:
     out: list[Quantity] = []
     for m in _QUANTITY.finditer(text):
@@ -701,7 +718,7 @@ def entities(text: str) -> list[str]:
     return list(_entities(text))
 
 
-@functools.lru_cache(maxsize=_PAGE_CACHE)
+@_Memoised
 def _entities(text: str) -> tuple[str, ...]:
     found: list[str] = []
     for m in _CAP_SEQ.finditer(text):
@@ -744,7 +761,7 @@ GENERIC_NAME_WORDS = frozenset(_GENERIC_NAME_TEXT.split())
 words tell which thing a sentence is about."""
 
 
-@functools.lru_cache(maxsize=_PAGE_CACHE)
+@_Memoised
 def _word_bag(text: str) -> frozenset[str]:
     """Every word of ``text``, lower-cased, and its stem: what a name is looked up in."""
     words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", text)}
