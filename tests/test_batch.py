@@ -466,7 +466,12 @@ async def test_resume_skips_rows_in_the_checkpoint(tmp_path: Path, pages: Fixtur
 
 async def test_a_page_cited_by_many_rows_is_fetched_once_per_run_without_a_page_cache(tmp_path: Path) -> None:
     # A server of its own: the session's shared fixture server counts other tests' hits too.
-    site = FixtureServer({"/boiling": Route(body="<html><body><p>" + CLAIM + "</p></body></html>")}).start()
+    site = FixtureServer(
+        {
+            "/boiling": Route(body="<html><body><p>" + CLAIM + "</p></body></html>"),
+            "/gone": Route(status=404, body="<html><body><h1>404 Not Found</h1></body></html>"),
+        }
+    ).start()
     try:
         rows = [{"id": f"r{i}", "claim": CLAIM, "urls": [site.url("/boiling")]} for i in range(6)]
         path = write_jsonl(tmp_path / "outputs.jsonl", rows)  # type: ignore[arg-type]
@@ -476,6 +481,13 @@ async def test_a_page_cited_by_many_rows_is_fetched_once_per_run_without_a_page_
         assert [r.claim_report.overall for r in result.results if r.claim_report] == ["supported"] * 6
         await arun_batch_file(path, tmp_path / "report.csv", verifier=verifier, fresh=True)
         assert site.hits["/boiling"] == 2  # a new run fetches again: a page is not kept across runs
+        # A page that failed is not asked for again in the run either: its rows share the verdict.
+        gone = [{"id": f"g{i}", "claim": CLAIM, "urls": [site.url("/gone")]} for i in range(3)]
+        result = await arun_batch_file(
+            write_jsonl(tmp_path / "gone.jsonl", gone), tmp_path / "gone.csv", verifier=verifier, concurrency=1
+        )
+        assert site.hits["/gone"] == 1
+        assert [r.claim_report.overall for r in result.results if r.claim_report] == ["unreachable"] * 3
     finally:
         site.stop()
 
