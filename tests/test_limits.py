@@ -190,6 +190,7 @@ async def test_cpu_gate_bounds_threads_and_drops_work_whose_caller_left() -> Non
     assert started == [1, 3]  # the cancelled queued call never ran
 
 
+@pytest.mark.usefixtures("settled_heap")
 async def test_the_loop_keeps_running_while_an_answer_is_extracted() -> None:
     v = verifier(max_answer_chars=600_000, max_claims=10_000)
     answer = "Water boils at 100 degrees Celsius at sea level. " * 10_000  # about a second on 2 idle cores

@@ -323,6 +323,7 @@ def test_the_deadline_answers_504_and_stops_the_work(tmp_path: Path) -> None:
             assert c.get("/health").status_code == 200  # quick requests are not touched
 
 
+@pytest.mark.usefixtures("settled_heap")
 def test_health_answers_quickly_during_a_heavy_request() -> None:
     app = create_app(verifier=fake_verifier(max_answer_chars=400_000, max_claims=10_000))
     # A second or more to extract, in many short paragraphs: each C-level scan that holds the GIL
