@@ -27,7 +27,8 @@ CLAIMS = ["Water boils at 100 degrees Celsius at sea level.", "Brad Pitt starred
 @pytest.mark.slow
 def test_the_judge_on_onnx_gives_torchs_probabilities() -> None:
     onnx = LocalJudge(config=LocalJudgeConfig(backend="onnx")).predict(PREMISES, CLAIMS)
-    torch = LocalJudge(config=LocalJudgeConfig(backend="torch")).predict(PREMISES, CLAIMS)
+    # float32 on both: where the CPU multiplies bfloat16 natively, the torch default is bfloat16 (1e-3 apart)
+    torch = LocalJudge(config=LocalJudgeConfig(backend="torch", dtype="float32")).predict(PREMISES, CLAIMS)
     assert onnx.shape == (3, 3) and np.allclose(onnx, torch, atol=1e-4)
     assert list(onnx.argmax(axis=1)) == list(torch.argmax(axis=1))
 
