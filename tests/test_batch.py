@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
@@ -23,7 +23,7 @@ from jinja2 import Environment, PackageLoader
 from typer.testing import CliRunner
 
 import guardrail
-from guardrail import Settings, Verifier
+from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier
 from guardrail.apps.batch import (
     BatchInputError,
     Checkpoint,
@@ -34,9 +34,12 @@ from guardrail.apps.batch import (
     render_html,
     summarize,
 )
+from guardrail.apps.batch.engine import arun_batch
 from guardrail.apps.batch.report import Badge, answer_parts
+from guardrail.apps.batch.rows import BatchRow, page_order, row_from_data
 from guardrail.apps.cli import app
 from guardrail.core.policy import Policy, apply_policy
+from guardrail.fetch.once import PageMemo
 from tests.fakes import HashEmbedder, OverlapJudge
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.server import FixtureServer, Route
@@ -492,6 +495,77 @@ async def test_a_page_cited_by_many_rows_is_fetched_once_per_run_without_a_page_
         site.stop()
 
 
+def test_page_order_groups_rows_by_their_first_page_reading_numbers_as_numbers() -> None:
+    def row(i: int, *urls: str) -> BatchRow:
+        if not urls:  # an answer row: its links are in its text
+            return row_from_data(i, {"id": f"r{i}", "answer": f"{CLAIM} [1](http://x/p/0)"})
+        return row_from_data(i, {"id": f"r{i}", "claim": CLAIM, "urls": list(urls)})
+
+    rows = [
+        row(1, "http://x/p/10", "http://x/p/11"),
+        row(2),
+        row(3, "http://x/p/2", "http://x/p/3"),
+        row(4, "http://x/p/11", "http://x/p/1"),
+        row(5, "http://x/p/2"),
+    ]
+    # by the first page (the smallest URL a row cites), /p/2 before /p/10; no URL last; ties keep input order
+    assert [r.line for r in page_order(rows)] == [4, 3, 5, 1, 2]
+
+
+async def test_rows_are_verified_in_page_order_so_a_small_memo_still_fetches_each_page_once(tmp_path: Path) -> None:
+    # Rows citing two pages alternately, a memo holding one page: in input order each row would
+    # evict the other page (6 fetches); in page order each page's rows run together.
+    site = FixtureServer(
+        {"/a": Route(body="<p>" + CLAIM + "</p>"), "/b": Route(body="<p>Titanic was directed by James Cameron.</p>")}
+    ).start()
+    try:
+        rows = [
+            row_from_data(i + 1, {"id": f"r{i}", "claim": CLAIM, "urls": [site.url(p)]})
+            for i, p in enumerate(["/a", "/b", "/a", "/b", "/a", "/b"])
+        ]
+        verifier, _ = fake_verifier()
+        seen: list[str] = []
+        results, _ = await arun_batch(
+            rows, verifier, concurrency=1, memo=PageMemo(limit=1), on_row=lambda r: seen.append(r.id)
+        )
+        assert site.hits == {"/a": 1, "/b": 1}
+        assert seen == ["r0", "r2", "r4", "r1", "r3", "r5"]  # page order, input order within a page
+        assert [r.id for r in results] == [f"r{i}" for i in range(6)]  # results come back in input order
+    finally:
+        site.stop()
+
+
+async def test_the_pages_of_the_next_rows_are_fetched_while_a_row_is_judged() -> None:
+    # One row at a time; the first row's page is slow. When it is judged, the next row's page must
+    # already have been asked for: fetched ahead, not after the first row is done.
+    site = FixtureServer(
+        {
+            "/a-slow": Route(body="<p>" + CLAIM + "</p>", delay=0.5),
+            "/b": Route(body="<p>Titanic was directed by James Cameron.</p>"),
+        }
+    ).start()
+    hits_when_judged: list[dict[str, int]] = []
+
+    class Watching(OverlapJudge):
+        async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+            hits_when_judged.append(dict(site.hits))
+            return await super().judge(requests)
+
+    try:
+        rows = [
+            row_from_data(1, {"id": "a", "claim": CLAIM, "urls": [site.url("/a-slow")]}),
+            row_from_data(2, {"id": "b", "claim": "Titanic was directed by James Cameron.", "urls": [site.url("/b")]}),
+        ]
+        settings = Settings(allow_private_hosts=True, cache_path="off", audit_path="off")  # type: ignore[arg-type]
+        verifier = Verifier(judge=Watching(), embedder=HashEmbedder(), settings=settings)
+        results, _ = await arun_batch(rows, verifier, concurrency=1)
+        assert hits_when_judged[0] == {"/a-slow": 1, "/b": 1}
+        assert site.hits == {"/a-slow": 1, "/b": 1}  # and fetched once, not again by its row
+        assert [r.claim_report.overall for r in results if r.claim_report] == ["supported", "supported"]
+    finally:
+        site.stop()
+
+
 def test_checkpoint_drops_a_torn_last_line_and_retries_failed_rows(tmp_path: Path) -> None:
     cp = Checkpoint(tmp_path / "r.csv.checkpoint.jsonl")
     ok = RowResult(id="a", line=1, kind="claim", digest="d1")
@@ -511,14 +585,14 @@ def test_resume_after_killing_a_real_run(tmp_path: Path) -> None:
         {
             "/r1": Route(status=410, body="gone"),
             "/r2": Route(status=404, body="missing"),
-            "/slow": Route(status=410, body="gone", delay=60.0),
+            "/r3-slow": Route(status=410, body="gone", delay=60.0),
             "/r4": Route(status=410, body="gone"),
         }
     ).start()
     try:
-        rows = [
+        rows = [  # in page order already (the order rows are verified in): the third one is slow
             {"id": f"row{n}", "claim": CLAIM, "urls": [site.url(p)]}
-            for n, p in enumerate(["/r1", "/r2", "/slow", "/r4"], 1)
+            for n, p in enumerate(["/r1", "/r2", "/r3-slow", "/r4"], 1)
         ]
         path = write_jsonl(tmp_path / "outputs.jsonl", rows)  # type: ignore[arg-type]
         out = tmp_path / "report.csv"
@@ -539,7 +613,7 @@ def test_resume_after_killing_a_real_run(tmp_path: Path) -> None:
         cp = checkpoint_path(out)
         deadline = time.monotonic() + 60
         try:
-            while not (site.hits.get("/slow") and cp.exists() and cp.read_text().count("\n") == 2):
+            while not (site.hits.get("/r3-slow") and cp.exists() and cp.read_text().count("\n") == 2):
                 assert proc.poll() is None, proc.communicate()
                 assert time.monotonic() < deadline, "the run never reached the slow row"
                 time.sleep(0.05)
@@ -547,12 +621,13 @@ def test_resume_after_killing_a_real_run(tmp_path: Path) -> None:
             proc.send_signal(signal.SIGKILL)
             proc.communicate(timeout=30)
         assert not out.exists()  # killed before the end: only the checkpoint exists
-        assert site.hits == {"/r1": 1, "/r2": 1, "/slow": 1}
+        prefetched = site.hits.pop("/r4", 0)  # the next row's page may have been fetched ahead
+        assert site.hits == {"/r1": 1, "/r2": 1, "/r3-slow": 1} and prefetched <= 1
 
-        site.routes["/slow"] = Route(status=410, body="gone")
+        site.routes["/r3-slow"] = Route(status=410, body="gone")
         rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
         assert rerun.returncode == 0, rerun.stderr
-        assert site.hits == {"/r1": 1, "/r2": 1, "/slow": 2, "/r4": 1}  # finished rows were not fetched again
+        assert site.hits == {"/r1": 1, "/r2": 1, "/r3-slow": 2, "/r4": 1}  # finished rows were not fetched again
         assert "citation_precision=0.0000 (0/4)" in rerun.stdout
         assert "reachable_precision=n/a (0/0)" in rerun.stdout
         assert "4 rows (2 from the checkpoint, 0 failed)" in rerun.stdout

@@ -11,10 +11,11 @@ its verdicts are kept in the CSV, marked with the error, but not counted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
 from guardrail.apps.batch.files import atomic_text_file
 from guardrail.apps.batch.results import RowResult
-from guardrail.apps.batch.rows import BatchRow, read_rows
+from guardrail.apps.batch.rows import BatchRow, page_order, read_rows, row_urls
 from guardrail.apps.batch.summary import BatchSummary, summarize, write_csv
 from guardrail.core.schema import Reason
 from guardrail.extras import require_extra
@@ -40,7 +41,12 @@ log = logging.getLogger("guardrail.batch")
 
 MEMO_PAGES = 256
 """Pages a batch run keeps in memory between its rows (see :func:`arun_batch`): rows are verified
-near their neighbours (the Ray engine orders them by page), so a few hundred cover the pages in use."""
+in page order, so a few hundred cover the pages in use."""
+
+PREFETCH_ROWS_PER_WORKER = 4
+"""How far ahead of the rows being verified a batch run fetches pages (see :func:`arun_batch`),
+per row verified at once: far enough that a page is in before its rows run, few enough that the
+pages fetched ahead stay well inside ``MEMO_PAGES``."""
 
 _OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value})
 
@@ -71,6 +77,69 @@ async def _verify_row(verifier: Verifier, row: BatchRow, memo: PageMemo) -> RowR
     return result
 
 
+class _RowFeed:
+    """The rows of a run handed to its workers in order, and their pages fetched ahead into the
+    run's memo: in page order the rows running together share a page or two, so without this
+    each new page would stall them for its download. At most ``PREFETCH_ROWS_PER_WORKER`` rows per
+    worker ahead, and pages for a quarter of a bounded memo, so that a page fetched ahead is not
+    let go before its rows run."""
+
+    def __init__(self, rows: list[BatchRow], verifier: Verifier, memo: PageMemo, concurrency: int) -> None:
+        self.rows = rows
+        self.verifier = verifier
+        self.memo = memo
+        self.taken = 0  # rows handed to a worker
+        self.ahead_rows = PREFETCH_ROWS_PER_WORKER * concurrency
+        self.ahead_pages = memo.limit // 4 if memo.limit is not None else None
+        self._moved = asyncio.Event()  # set when a worker takes a row: the prefetcher may move on
+        self._window: deque[tuple[int, int]] = deque()  # (row index, pages asked for) fetched ahead
+
+    def take(self) -> BatchRow | None:
+        """The next row to verify (None when every row was taken)."""
+        if self.taken >= len(self.rows):
+            return None
+        self.taken += 1
+        self._moved.set()
+        return self.rows[self.taken - 1]
+
+    async def prefetch(self) -> None:
+        """Fetch the pages of the rows next in line, as far ahead as allowed, until every row is taken."""
+        if self.ahead_pages == 0:
+            return  # a memo this small would let go of the pages fetched ahead
+        fetching: set[asyncio.Task[None]] = set()
+        try:
+            for index, row in enumerate(self.rows):
+                urls = list(dict.fromkeys(row_urls(row)))
+                while self._too_far(index, len(urls)):
+                    self._moved.clear()
+                    await self._moved.wait()
+                if index < self.taken or not urls or len(urls) > self.verifier.settings.max_urls:
+                    continue  # taken already, nothing known to fetch, or a row over the limit (it fails as is)
+                self._window.append((index, len(urls)))
+                task = asyncio.create_task(_prefetch(self.verifier, urls, self.memo))
+                fetching.add(task)
+                task.add_done_callback(fetching.discard)
+            await asyncio.gather(*fetching)  # the last rows' pages: until they are in, or the run ends
+        finally:
+            for task in fetching:
+                task.cancel()
+
+    def _too_far(self, index: int, pages: int) -> bool:
+        while self._window and self._window[0][0] < self.taken:
+            self._window.popleft()
+        if index >= self.taken + self.ahead_rows:
+            return True
+        in_window = sum(n for _, n in self._window)
+        return self.ahead_pages is not None and bool(self._window) and in_window + pages > self.ahead_pages
+
+
+async def _prefetch(verifier: Verifier, urls: list[str], memo: PageMemo) -> None:
+    """Fetch ``urls`` into ``memo`` ahead of their row. A failure is not lost: the memo keeps the
+    page's outcome, and the row that needs it meets the same failure (and reports or raises it)."""
+    with contextlib.suppress(Exception):
+        await verifier.aprefetch(urls, memo)
+
+
 def is_done(row: BatchRow, done: dict[str, RowResult]) -> bool:
     """Whether the checkpoint holds ``row`` verified, with the same content."""
     prior = done.get(row.id)
@@ -90,29 +159,26 @@ async def arun_batch(
     time, appending each to the checkpoint as it finishes. Returns the results in input order and
     how many came from the checkpoint. A ConfigurationError stops the run (finished rows stay).
 
-    Rows share one page ``memo`` (default: one for this run, holding the ``MEMO_PAGES`` pages used
-    last): a page cited by many rows is fetched and read once while its rows are verified, page
-    cache or not."""
+    Rows are verified in :func:`~guardrail.apps.batch.rows.page_order` and share one page ``memo``
+    (default: one for this run, holding the ``MEMO_PAGES`` pages used last): a page cited by many
+    rows is fetched and read once, page cache or not, however far apart its rows are in the input."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     memo = memo if memo is not None else PageMemo(limit=MEMO_PAGES)
     done = checkpoint.load() if checkpoint is not None else {}
     results: dict[str, RowResult] = {}
-    queue: asyncio.Queue[BatchRow] = asyncio.Queue()
-    for row in rows:
+    pending: list[BatchRow] = []
+    for row in page_order(rows):
         if is_done(row, done):
             results[row.id] = done[row.id].model_copy(update={"line": row.line})
         else:
-            queue.put_nowait(row)
+            pending.append(row)
     resumed = len(results)
+    feed = _RowFeed(pending, verifier, memo, concurrency)
 
     async def worker() -> None:
-        """Verify and record rows from the queue until it is empty."""
-        while True:
-            try:
-                row = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
+        """Verify and record the next pending row until none is left."""
+        while (row := feed.take()) is not None:
             result = await _verify_row(verifier, row, memo)
             if checkpoint is not None:
                 checkpoint.append(result)
@@ -120,12 +186,14 @@ async def arun_batch(
             if on_row is not None:
                 on_row(result)
 
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, queue.qsize()))]
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(pending)))]
+    ahead = asyncio.create_task(feed.prefetch())
     try:
         await asyncio.gather(*workers)
     finally:
-        for task in workers:
+        for task in (*workers, ahead):
             task.cancel()
+        await asyncio.gather(ahead, return_exceptions=True)
     return [results[row.id] for row in rows], resumed
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
 from guardrail.apps.batch.engine import MEMO_PAGES, BatchResult, arun_batch, finish_run, is_done
 from guardrail.apps.batch.results import RowResult
-from guardrail.apps.batch.rows import BatchRow, read_rows, row_from_data
+from guardrail.apps.batch.rows import BatchRow, page_order, read_rows, row_from_data
 from guardrail.fetch.once import PageMemo
 from guardrail.onnx_backend import available as onnx_available
 from guardrail.onnx_backend import set_default_threads
@@ -168,17 +168,6 @@ def _row(data: dict[str, Any]) -> BatchRow:
     if "digest" in data and "kind" in data:
         return BatchRow.model_validate(data)
     return row_from_data(int(data.get("line", 0)), data)
-
-
-def page_order(rows: Sequence[BatchRow]) -> list[BatchRow]:
-    """``rows`` ordered so that rows citing the same page are next to each other (by the first URL
-    a row cites; rows citing none last), keeping the input order otherwise."""
-
-    def key(row: BatchRow) -> tuple[int, str]:
-        urls = row.urls or [s for s in (row.sources or []) if isinstance(s, str)]
-        return (0, min(urls)) if urls else (1, "")
-
-    return sorted(rows, key=key)
 
 
 def verify_dataset(
