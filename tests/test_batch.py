@@ -3,6 +3,7 @@ a real subprocess is killed mid-run."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import html
 import json
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 import tomllib
 from jinja2 import Environment, PackageLoader
+from pydantic import SecretStr
 from typer.testing import CliRunner
 
 import guardrail
@@ -34,13 +36,15 @@ from guardrail.apps.batch import (
     render_html,
     summarize,
 )
-from guardrail.apps.batch.engine import arun_batch
+from guardrail.apps.batch.engine import MEMO_PAGES, arun_batch
 from guardrail.apps.batch.report import Badge, answer_parts
 from guardrail.apps.batch.rows import BatchRow, page_order, row_from_data
 from guardrail.apps.cli import app
 from guardrail.core.policy import Policy, apply_policy
 from guardrail.fetch.once import PageMemo
+from guardrail.settings import ConfigurationError
 from tests.fakes import HashEmbedder, OverlapJudge
+from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.server import FixtureServer, Route
 
@@ -564,6 +568,72 @@ async def test_the_pages_of_the_next_rows_are_fetched_while_a_row_is_judged() ->
         assert [r.claim_report.overall for r in results if r.claim_report] == ["supported", "supported"]
     finally:
         site.stop()
+
+
+async def test_with_a_bounded_memo_pages_fetched_ahead_are_fetched_once() -> None:
+    # Twelve pages, each cited by two rows far apart in the input; a memo of 8 pages (2 fetched ahead).
+    site = FixtureServer({f"/p{i}": Route(body=f"<p>{CLAIM}</p>", delay=0.05) for i in range(12)}).start()
+    try:
+        rows = [
+            row_from_data(n + 1, {"id": f"r{n}", "claim": CLAIM, "urls": [site.url(f"/p{n % 12}")]}) for n in range(24)
+        ]
+        verifier, _ = fake_verifier()
+        results, _ = await arun_batch(rows, verifier, concurrency=4, memo=PageMemo(limit=8))
+        assert site.hits == {f"/p{i}": 1 for i in range(12)}
+        assert [r.claim_report.overall for r in results if r.claim_report] == ["supported"] * 24
+    finally:
+        site.stop()
+
+
+async def test_a_run_that_ends_while_fetching_ahead_does_not_break_another_run_on_the_same_memo() -> None:
+    # As a Ray actor runs two blocks on one memo: block A's last row fails before fetching (over the
+    # claim limit) while A fetches its page ahead; block B waits for that page. A ends and cancels
+    # its fetch; B must still get the page.
+    site = FixtureServer({"/a": Route(body=f"<p>{CLAIM}</p>"), "/p": Route(body=f"<p>{CLAIM}</p>", delay=0.5)}).start()
+    try:
+        settings = Settings(allow_private_hosts=True, cache_path="off", audit_path="off", max_answer_chars=200)  # type: ignore[arg-type]
+        verifier = Verifier(judge=OverlapJudge(), embedder=HashEmbedder(), settings=settings)
+        memo = PageMemo(limit=MEMO_PAGES)
+        block_a = [
+            row_from_data(1, {"id": "a0", "claim": CLAIM, "urls": [site.url("/a")]}),
+            row_from_data(2, {"id": "a1", "claim": CLAIM + " and more" * 30, "urls": [site.url("/p")]}),
+        ]
+        block_b = [row_from_data(3, {"id": "b1", "claim": CLAIM, "urls": [site.url("/p")]})]
+
+        async def later(rows: list[BatchRow]) -> tuple[list[RowResult], int]:
+            deadline = time.monotonic() + 20
+            while not site.hits.get("/p"):  # A is fetching /p ahead
+                assert time.monotonic() < deadline, "block A never fetched /p ahead"
+                await asyncio.sleep(0.01)
+            return await arun_batch(rows, verifier, concurrency=1, memo=memo)
+
+        (a, _), (b, _) = await asyncio.gather(arun_batch(block_a, verifier, concurrency=1, memo=memo), later(block_b))
+        assert a[1].error is not None and "GUARDRAIL_MAX_ANSWER_CHARS" in a[1].error
+        assert b[0].error is None and b[0].claim_report is not None and b[0].claim_report.overall == "supported"
+    finally:
+        site.stop()
+
+
+async def test_a_rejected_token_met_by_a_page_fetched_ahead_stops_the_run_with_that_error() -> None:
+    # Row b's page is fetched ahead (slowly) while row a is verified; when row b's worker waits for
+    # it, the fetch ends in a rejected token: the run must stop with ConfigurationError, naming it.
+    api = FakeCrawlbase().start()
+    try:
+        api.targets["https://example.org/a"] = FakeTarget(readable=f"# A\n\n{CLAIM}\n")
+        api.targets["https://example.org/b"] = FakeTarget(readable="x", api_failures=[401], delay=0.5)
+        settings = Settings(
+            crawlbase_token=SecretStr(NORMAL_TOKEN), crawlbase_api_url=api.api_url, cache_path="off", audit_path="off"
+        )  # type: ignore[arg-type]
+        verifier = Verifier(judge=OverlapJudge(), embedder=HashEmbedder(), settings=settings)
+        rows = [
+            row_from_data(1, {"id": "a", "claim": CLAIM, "urls": ["https://example.org/a"]}),
+            row_from_data(2, {"id": "b", "claim": CLAIM, "urls": ["https://example.org/b"]}),
+        ]
+        with pytest.raises(ConfigurationError, match="CRAWLBASE_TOKEN"):
+            await arun_batch(rows, verifier, concurrency=1)
+        assert len(api.calls_for("https://example.org/b")) == 1  # the fetch ahead, then its error
+    finally:
+        api.stop()
 
 
 def test_checkpoint_drops_a_torn_last_line_and_retries_failed_rows(tmp_path: Path) -> None:

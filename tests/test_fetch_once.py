@@ -8,8 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.fetch.once import FetchOnce, PageMemo
+from guardrail.settings import ConfigurationError
+from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 from tests.fixtures.server import FixtureServer, Route
 
 
@@ -102,6 +105,60 @@ async def test_a_bounded_memo_never_lets_go_of_a_page_being_fetched(site: Fixtur
     await owner
     await fetcher.fetch_all([slow], memo)
     assert site.hits["/slow"] == 1
+
+
+async def test_through_a_memo_a_waiter_whose_owner_is_cancelled_fetches_the_page_itself(site: FixtureServer) -> None:
+    # A batch run that ends cancels the pages it was fetching ahead; another run sharing the memo
+    # (a Ray actor's blocks) must get the page, not a CancelledError.
+    fetcher = shared()
+    url = site.url("/slow")
+    memo = PageMemo(limit=8)
+    owner = asyncio.create_task(fetcher.fetch_all([url], memo))
+    await asked(site, "/slow")
+    waiter = asyncio.create_task(fetcher.fetch_all([url], memo))
+    await asyncio.sleep(0.05)
+    owner.cancel()
+    page = (await waiter)[url]
+    assert page.original_status == 200 and "Slow page" in page.text
+    assert site.hits["/slow"] == 2 and memo.tasks[url].done()
+    with pytest.raises(asyncio.CancelledError):
+        await owner
+
+
+async def test_through_a_memo_a_cancelled_waiter_does_not_cancel_the_page(site: FixtureServer) -> None:
+    fetcher = shared()
+    url = site.url("/slow")
+    memo = PageMemo()
+    owner = asyncio.create_task(fetcher.fetch_all([url], memo))
+    await asked(site, "/slow")
+    waiters = [asyncio.create_task(fetcher.fetch_all([url], memo)) for _ in range(2)]
+    await asyncio.sleep(0.05)
+    waiters[0].cancel()
+    assert (await owner)[url].original_status == 200
+    assert (await waiters[1])[url].original_status == 200
+    assert site.hits["/slow"] == 1
+    with pytest.raises(asyncio.CancelledError):
+        await waiters[0]
+
+
+async def test_through_a_memo_a_rejected_token_reaches_the_waiters_as_itself() -> None:
+    # The fetch of the page's owner ends in ConfigurationError: a caller waiting for the same page
+    # gets that error (the run stops and says why), not a CancelledError.
+    api = FakeCrawlbase().start()
+    try:
+        url = "https://example.org/b"
+        api.targets[url] = FakeTarget(readable="x", api_failures=[401], delay=0.3)
+        fetcher = FetchOnce(CrawlbaseFetcher(NORMAL_TOKEN, api_url=api.api_url, retry_base_delay=0.01))
+        memo = PageMemo(limit=8)
+        owner = asyncio.create_task(fetcher.fetch_all([url], memo))
+        await asyncio.sleep(0.1)
+        waiter = asyncio.create_task(fetcher.fetch_all([url], memo))
+        for task in (owner, waiter):
+            with pytest.raises(ConfigurationError, match="CRAWLBASE_TOKEN"):
+                await task
+        assert url not in memo.tasks and len(api.calls_for(url)) == 1  # asked once, not kept
+    finally:
+        api.stop()
 
 
 def test_a_memo_limit_below_one_is_refused() -> None:

@@ -123,20 +123,44 @@ class FetchOnce:
         return {u: pages[k] if k == u else pages[k].model_copy(update={"url": u}) for u, k in keys.items()}
 
     async def _memoized(self, keys: list[str], memo: PageMemo) -> dict[str, FetchedPage]:
-        missing = [k for k in keys if k not in memo.tasks]
-        if missing:
-            loop = asyncio.get_running_loop()
-            futures = {k: loop.create_future() for k in missing}
-            memo.tasks.update(futures)
-            try:
-                pages = await self._shared(missing)
-            except BaseException:
-                for k in missing:
-                    memo.tasks.pop(k).cancel()
-                raise
+        """The pages of ``keys`` through ``memo``: each fetched by the first caller asking for it
+        (its owner), awaited by the others. When the owner fails, its waiters get the same error (a
+        rejected token is every caller's); when it was cancelled (a run that ended, a client that
+        left), they fetch the page themselves instead of being cancelled too."""
+        pages: dict[str, FetchedPage] = {}
+        pending = list(keys)
+        while pending:
+            missing = [k for k in pending if k not in memo.tasks]
+            if missing:
+                await self._own(missing, memo)
+            present = [k for k in pending if k in memo.tasks]
+            retry = [k for k in pending if k not in memo.tasks]  # let go meanwhile by a failed owner
+            for k, future in zip(present, memo.used(present), strict=True):
+                try:
+                    pages[k] = await asyncio.shield(future)  # a waiter's cancellation is its own
+                except _OwnerFailed:
+                    retry.append(k)
+            pending = retry
+        return {k: pages[k] for k in keys}
+
+    async def _own(self, keys: list[str], memo: PageMemo) -> None:
+        """Fetch ``keys`` for ``memo`` as their owner: their futures in the memo get the pages, or
+        on failure are let go from the memo holding the error (``_OwnerFailed`` when cancelled)."""
+        loop = asyncio.get_running_loop()
+        futures = {k: loop.create_future() for k in keys}
+        memo.tasks.update(futures)
+        try:
+            pages = await self._shared(keys)
+        except BaseException as exc:
             for k, future in futures.items():
-                future.set_result(pages[k])
-        return {k: await future for k, future in zip(keys, memo.used(keys), strict=True)}
+                if memo.tasks.get(k) is future:
+                    del memo.tasks[k]
+                if not future.done():
+                    future.set_exception(exc if isinstance(exc, Exception) else _OwnerFailed(type(exc).__name__))
+                    future.exception()  # mark retrieved: nobody may be waiting
+            raise
+        for k, future in futures.items():
+            future.set_result(pages[k])
 
     async def _shared(self, keys: list[str]) -> dict[str, FetchedPage]:
         """Single flight: each key fetched by one caller, awaited by the concurrent others."""

@@ -122,7 +122,8 @@ class _RowFeed:
             await asyncio.gather(*fetching)  # the last rows' pages: until they are in, or the run ends
         finally:
             for task in fetching:
-                task.cancel()
+                task.cancel()  # a row waiting for one of these pages fetches it itself (FetchOnce)
+            await asyncio.gather(*fetching, return_exceptions=True)
 
     def _too_far(self, index: int, pages: int) -> bool:
         while self._window and self._window[0][0] < self.taken:
@@ -134,8 +135,9 @@ class _RowFeed:
 
 
 async def _prefetch(verifier: Verifier, urls: list[str], memo: PageMemo) -> None:
-    """Fetch ``urls`` into ``memo`` ahead of their row. A failure is not lost: the memo keeps the
-    page's outcome, and the row that needs it meets the same failure (and reports or raises it)."""
+    """Fetch ``urls`` into ``memo`` ahead of their row. A failure is not lost: a page that could
+    not be fetched is a page with its reason in the memo, a rejected token reaches a row waiting
+    for the page as the same error (``FetchOnce``), and a row that asks later meets it again."""
     with contextlib.suppress(Exception):
         await verifier.aprefetch(urls, memo)
 
@@ -193,7 +195,9 @@ async def arun_batch(
     finally:
         for task in (*workers, ahead):
             task.cancel()
-        await asyncio.gather(ahead, return_exceptions=True)
+        outcome = (await asyncio.gather(ahead, return_exceptions=True))[0]
+        if isinstance(outcome, Exception):  # a failure of the prefetcher itself: rows fetch their own pages
+            log.error("fetching pages ahead stopped: %s", outcome, exc_info=outcome)
     return [results[row.id] for row in rows], resumed
 
 

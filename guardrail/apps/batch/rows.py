@@ -165,7 +165,7 @@ def page_order(rows: Sequence[BatchRow]) -> list[BatchRow]:
     engines verify rows in this order: a page's rows then run close together, while the run's
     bounded page memo still holds it (fetched and read once), on one actor on Ray."""
 
-    def key(row: BatchRow) -> tuple[int, list[str | int]]:
+    def key(row: BatchRow) -> tuple[int, list[str | tuple[int, str]]]:
         urls = row_urls(row)
         return (0, min(_natural(u) for u in urls)) if urls else (1, [])
 
@@ -175,7 +175,9 @@ def page_order(rows: Sequence[BatchRow]) -> list[BatchRow]:
 _DIGITS = re.compile(r"(\d+)")
 
 
-def _natural(url: str) -> list[str | int]:
+def _natural(url: str) -> list[str | tuple[int, str]]:
     """A URL's sort key with its numbers read as numbers (``/page/2`` before ``/page/10``): rows
-    citing a page and the next one then sit beside the rows of that next page."""
-    return [int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(url))]
+    citing a page and the next one then sit beside the rows of that next page. A number compares
+    by its length without leading zeros, then its digits: no conversion, however long."""
+    parts = _DIGITS.split(url)
+    return [(len(part.lstrip("0")), part.lstrip("0")) if i % 2 else part for i, part in enumerate(parts)]
