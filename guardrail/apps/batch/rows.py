@@ -161,9 +161,10 @@ def row_urls(row: BatchRow) -> list[str]:
 
 def page_order(rows: Sequence[BatchRow]) -> list[BatchRow]:
     """``rows`` ordered so that rows citing the same page are next to each other (by the first URL
-    a row cites, numbers in it compared as numbers; rows citing none last), keeping the input order otherwise. Both
-    engines verify rows in this order: a page's rows then run close together, while the run's
-    bounded page memo still holds it (fetched and read once), on one actor on Ray."""
+    a row cites, numbers in it compared as numbers; rows citing none last), keeping the input
+    order otherwise. Both engines verify rows in this order: a page's rows then run close
+    together, while the run's bounded page memo still holds it (fetched and read once), on one
+    actor on Ray."""
 
     def key(row: BatchRow) -> tuple[int, list[str | tuple[int, str]]]:
         urls = row_urls(row)
