@@ -9,6 +9,12 @@ is reported apart, as the time to the first result, and so is the steady rate: t
 between the 10th and the 90th percentile of completion times over that span, which is what a
 long batch runs at.
 
+The machine's busy CPU-seconds over each run (all processes: ``/proc/stat``) are reported too.
+Two actors cannot finish sooner than their run's busy CPU-seconds spread over every core, so
+``2 x wall(1 actor) / busy(2 actors)`` (on a 2-core machine) is the highest 2/1 wall-clock ratio
+this code could reach with perfect packing: the ceiling that Ray's own start (worker processes,
+Ray Data's actors and scheduling) and our actors' start leave on a run this short.
+
 Usage: python bench/scale.py [--claims 1000] [--pages 200] [--latency 0.1] [--concurrency 8]
 Writes bench/results/scale.json.
 """
@@ -45,11 +51,18 @@ def write_rows(path: Path, site: LoopbackSite, specs: list[tuple[str, list[str]]
             fh.write(json.dumps({"id": i, "claim": claim, "urls": [site.url(p) for p in paths]}) + "\n")
 
 
+def busy_cpu_s() -> float:
+    """CPU-seconds every core has spent busy since boot (``/proc/stat``: all but idle and iowait)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 class RowClock:
     """When each row came back (``on_row``), from a start set just before the run."""
 
     def __init__(self) -> None:
         self.start = time.perf_counter()
+        self.busy_at_start = busy_cpu_s()
         self.times: list[float] = []
 
     def __call__(self, _result: object) -> None:
@@ -77,7 +90,8 @@ def local_run(rows: Path, out: Path, settings: Settings, concurrency: int) -> tu
                 rows, out, verifier=runtime.verifier, concurrency=concurrency, fresh=True, on_row=clock
             )
         )
-        return time.perf_counter() - clock.start, clock.figures()
+        wall = time.perf_counter() - clock.start
+        return wall, {**clock.figures(), "cpu_busy_s": round(busy_cpu_s() - clock.busy_at_start, 2)}
 
 
 class ActorWatch(RowClock):
@@ -89,6 +103,7 @@ class ActorWatch(RowClock):
         self.peaks: dict[int, float] = {}
         self.cpu: dict[int, float] = {}
         self.last = 0.0
+        self.busy = 0.0
 
     def __call__(self, result: object) -> None:
         super().__call__(result)
@@ -124,7 +139,9 @@ def ray_run(rows: Path, out: Path, settings: Settings, workers: int, concurrency
         run_ray_batch_file(warm, Path(str(out) + ".warm.csv"), settings=settings, options=options, fresh=True)
         watch = ActorWatch()
         run_ray_batch_file(rows, out, settings=settings, options=options, fresh=True, on_row=watch)
-        return time.perf_counter() - watch.start, watch
+        wall = time.perf_counter() - watch.start
+        watch.busy = busy_cpu_s() - watch.busy_at_start
+        return wall, watch
     finally:
         ray.shutdown()
 
@@ -169,6 +186,7 @@ def main() -> None:
                 "wall_s": round(wall, 2),
                 "claims_per_s": round(args.claims / wall, 1),
                 **watch.figures(),
+                "cpu_busy_s": round(watch.busy, 2),
                 "peak_rss_mb_per_actor": sorted(watch.peaks.values()),
                 "cpu_s_per_actor_sampled": sorted(watch.cpu.values()),
             }
@@ -180,6 +198,11 @@ def main() -> None:
         results["steady_scaling_2_over_1"] = round(
             results["ray_2"]["steady_claims_per_s"] / results["ray_1"]["steady_claims_per_s"], 2
         )
+    cores = os.cpu_count() or 1
+    # Two actors cannot beat their run's busy CPU-seconds spread over every core.
+    results["wall_ceiling_2_over_1"] = round(
+        results["ray_1"]["wall_s"] / max(results["ray_2"]["cpu_busy_s"] / cores, results["ray_1"]["wall_s"] / 2), 2
+    )
     results["driver_peak_rss_mb"] = round(peak_rss_mb(), 1)
     results["load_after"] = os.getloadavg()
     print(f"scale: {args.claims} claims, {args.pages} pages at {args.latency * 1000:.0f} ms; {results['machine']}")
@@ -188,10 +211,13 @@ def main() -> None:
         rss = f"  actor peak RSS {row['peak_rss_mb_per_actor']} MB" if "peak_rss_mb_per_actor" in row else ""
         speed = f"{row['claims_per_s']:7.1f} claims/s  wall {row['wall_s']:7.2f} s"
         steady = f"  first result {row.get('first_result_s')} s  steady {row.get('steady_claims_per_s')} claims/s"
+        steady += f"  CPU busy {row['cpu_busy_s']} s"
         print(f"  {key:6s} {speed}  ratio to ideal {row['ratio_to_ideal']:6.2f}{steady}{rss}")
     print(
         f"  scaling 2 actors / 1 actor: {results['scaling_2_over_1']}x wall, "
-        f"{results.get('steady_scaling_2_over_1')}x steady"
+        f"{results.get('steady_scaling_2_over_1')}x steady; CPU-bound ceiling on wall clock "
+        f"{results['wall_ceiling_2_over_1']}x (the 2 actors' run kept {cores} cores busy "
+        f"{results['ray_2']['cpu_busy_s']} CPU-s)"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
