@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import sys
@@ -379,6 +380,20 @@ def serve(
 app.command("batch")(batch_command)
 app.command("replay")(replay_command)
 app.add_typer(audit_app, name="audit")
+
+
+def _one_line_paragraphs(typer_app: typer.Typer) -> None:
+    """Give every command of ``typer_app`` its docstring with each paragraph on one line, for the
+    terminal to wrap: typer keeps the source's line breaks after a help text's first paragraph, so
+    at any other width than the source's the help came out ragged."""
+    for info in typer_app.registered_commands:
+        text = info.help if info.help is not None else inspect.getdoc(info.callback) if info.callback else None
+        if text:
+            info.help = "\n\n".join(" ".join(paragraph.split()) for paragraph in text.split("\n\n"))
+
+
+_one_line_paragraphs(app)
+_one_line_paragraphs(audit_app)
 
 
 def main() -> None:

@@ -1,0 +1,35 @@
+"""``guardrail ... --help``: each paragraph of a command's help is one text for the terminal to wrap,
+whatever the width (typer keeps the source's line breaks after the first paragraph)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from guardrail.apps.cli.audit import audit_app
+from guardrail.apps.cli.main import app
+
+COMMANDS: list[tuple[list[str], Callable[..., Any]]] = [
+    ([*group, info.name or info.callback.__name__], info.callback)
+    for group, typer_app in (([], app), (["audit"], audit_app))
+    for info in typer_app.registered_commands
+    if info.callback is not None
+]
+
+
+@pytest.mark.parametrize(("words", "callback"), COMMANDS, ids=[" ".join(w) for w, _ in COMMANDS])
+def test_each_paragraph_of_a_commands_help_is_wrapped_by_the_terminal(
+    words: list[str], callback: Callable[..., Any]
+) -> None:
+    # So wide that no paragraph needs wrapping: each must then come out on one line.
+    result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "2000"})
+    assert result.exit_code == 0, result.output
+    lines = [" ".join(line.split()) for line in result.output.splitlines()]
+    paragraphs = [" ".join(p.split()) for p in (inspect.getdoc(callback) or "").split("\n\n")]
+    assert len(paragraphs) >= 1 and paragraphs[0]
+    for paragraph in paragraphs:
+        assert any(paragraph in line for line in lines), f"{paragraph!r} is not on one line of:\n{result.output}"
