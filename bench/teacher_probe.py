@@ -59,6 +59,7 @@ from training.train import (  # noqa: E402
 )
 
 RESULTS = ROOT / "bench" / "results" / "teacher_probe.json"
+DATA = ROOT.parent / "shared" / "data"
 
 
 def train_teacher(mpnet: Path, snli_dir: Path, snli_pairs: int, out: Path) -> dict[str, Any]:
@@ -68,12 +69,11 @@ def train_teacher(mpnet: Path, snli_dir: Path, snli_pairs: int, out: Path) -> di
 
     torch.set_num_threads(2)
     rng = random.Random(13)
-    data = ROOT.parent / "shared" / "data"
     examples = (
-        pair_examples(data, "train", 3, 2)
-        + wice_examples(data, rng, "train")
-        + attribution_examples(data, "train")
-        + synthetic_examples(data, random.Random(16), "train", 2)
+        pair_examples(DATA, "train", 3, 2)
+        + wice_examples(DATA, rng, "train")
+        + attribution_examples(DATA, "train")
+        + synthetic_examples(DATA, random.Random(16), "train", 2)
     )
     examples += rng.sample(read_snli(snli_dir / "snli_1.0_train_subset.jsonl", 64_000), snli_pairs)
     tokenizer = AutoTokenizer.from_pretrained(str(mpnet), local_files_only=True)
@@ -152,7 +152,7 @@ class Teacher:
 
 def wice_shortlists(embedder: MiniLMEmbedder) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     """Premises, hypotheses, owning claim per pair, and gold (supported) per WiCE tune claim."""
-    claims = ds.read_wice(ROOT.parent / "shared" / "data", "tune")
+    claims = ds.read_wice(DATA, "tune")
     premises: list[str] = []
     hypotheses: list[str] = []
     owner: list[int] = []
@@ -192,8 +192,7 @@ def evaluate(teacher: Teacher) -> dict[str, Any]:
     student = LocalJudge()
     premises, hypotheses, owner, gold = wice_shortlists(MiniLMEmbedder())
     out: dict[str, Any] = {"wice_tune": {"claims": len(gold), "pairs": len(premises)}}
-    data = ROOT.parent / "shared" / "data"
-    pairs = ds.read_climate_fever(data, "tune") + ds.read_fever_symmetric(data, "tune")
+    pairs = ds.read_climate_fever(DATA, "tune") + ds.read_fever_symmetric(DATA, "tune")
     labels = {"supported": 0, "not_found": 1, "contradicted": 2}
     pair_gold = np.array([labels[p.label] for p in pairs])
     out["cf_fs_tune"] = {"pairs": len(pairs)}
@@ -218,7 +217,7 @@ def main() -> None:
     parser.add_argument("--model-out", type=Path, default=Path("/tmp/teacher_probe_model"))
     parser.add_argument("--eval-only", action="store_true", help="measure the teacher already in --model-out")
     args = parser.parse_args()
-    if not (ROOT.parent / "shared" / "data").is_dir():
+    if not DATA.is_dir():
         raise SystemExit("teacher_probe: ../shared/data is not there; nothing to train or measure on")
     results: dict[str, Any] = {"command": " ".join(sys.argv), "split": "train part to train, tune part to measure"}
     if not args.eval_only:
