@@ -134,23 +134,25 @@ async def test_transient_failure_is_retried(llm: FakeLLMServer, failure: Reply) 
 
 
 @pytest.mark.parametrize(
-    "failure",
+    ("failure", "malformed"),
     [
-        pytest.param(openai_content("not json at all"), id="malformed_json"),
-        pytest.param(openai_refusal(), id="refusal"),
-        pytest.param(openai_content(verdict_json("maybe", "x")), id="wrong_label"),
-        pytest.param(error_reply(500), id="500"),
-        pytest.param(error_reply(503), id="503"),
+        pytest.param(openai_content("not json at all"), True, id="malformed_json"),
+        pytest.param(openai_refusal(), False, id="refusal"),
+        pytest.param(openai_content(verdict_json("maybe", "x")), True, id="wrong_label"),
+        pytest.param(error_reply(500), False, id="500"),
+        pytest.param(error_reply(503), False, id="503"),
     ],
 )
 async def test_persistent_failure_becomes_judge_error_after_the_attempts(
-    llm: FakeLLMServer, failure: Reply, caplog: pytest.LogCaptureFixture
+    llm: FakeLLMServer, failure: Reply, malformed: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     llm.responder = lambda _received: failure
     caplog.set_level(logging.WARNING, logger="guardrail")
     verdicts = await make_judge(llm).judge([REQUEST])
     assert verdicts == [judge_error()]
-    assert len(llm.received) == FAST.attempts
+    # A malformed answer is first taken for a server ignoring the answer format: the first attempt
+    # steps down through json_object to text at once, the retries stay in text.
+    assert len(llm.received) == FAST.attempts + (2 if malformed else 0)
     assert "giving up after 3 attempt(s)" in caplog.text
 
 
@@ -474,3 +476,38 @@ async def test_a_plain_500_is_not_taken_for_a_refusal(llm: FakeLLMServer) -> Non
     assert verdict.label == "supported"
     assert [r.body["response_format"]["type"] for r in llm.received] == ["json_schema", "json_schema"]
     assert make_judge(llm).response_mode == "json_schema"
+
+
+def ignoring_server(answer_in: dict[str, str]) -> Callable[[Received], Reply]:
+    """A server that accepts every answer format and answers each with ``answer_in[mode]`` (as
+    llama.cpp's Python server 0.3.x does: 200 and free text to a ``json_schema`` request)."""
+
+    def respond(received: Received) -> Reply:
+        fmt = received.body.get("response_format")
+        return openai_content(answer_in[fmt["type"] if fmt else "text"])
+
+    return respond
+
+
+async def test_a_server_ignoring_json_schema_is_asked_for_json_object_after_its_malformed_answer(
+    llm: FakeLLMServer,
+) -> None:
+    good = verdict_json("supported", QUOTE, 0.8)
+    llm.responder = ignoring_server(
+        {"json_schema": "The claim is supported by the page.", "json_object": good, "text": good}
+    )
+    [verdict] = await make_judge(llm).judge([REQUEST])
+    assert verdict == JudgeVerdict(label="supported", evidence_quote=QUOTE, confidence=0.8)
+    assert [r.body["response_format"]["type"] for r in llm.received] == ["json_schema", "json_object"]
+    assert SCHEMA_INSTRUCTION in llm.received[-1].system_text
+    assert make_judge(llm).response_mode == "json_object"
+
+
+async def test_a_server_ignoring_every_format_ends_in_plain_text(llm: FakeLLMServer) -> None:
+    prose = f"Verdict follows. {verdict_json('contradicted', QUOTE, 0.7)}"
+    llm.responder = ignoring_server({"json_schema": "Supported, I think.", "json_object": "{not json", "text": prose})
+    [verdict] = await make_judge(llm).judge([REQUEST])
+    assert verdict == JudgeVerdict(label="contradicted", evidence_quote=QUOTE, confidence=0.7)
+    modes = [r.body.get("response_format", {"type": "text"})["type"] for r in llm.received]
+    assert modes == ["json_schema", "json_object", "text"]
+    assert make_judge(llm).response_mode == "text"

@@ -2,9 +2,10 @@
 
 Servers differ in the structured output they accept, so the answer format is negotiated per base
 URL: strict ``json_schema`` first; a server that refuses it (HTTP 400, 415, 422, 500 or 501 with an
-error naming the response format, since some servers answer a refusal with a 500) is asked again at
-once with ``json_object`` and the schema in the prompt, then with plain text, whose JSON is
-extracted and validated (:func:`guardrail.judges.prompt.parse_verdict_text`). The mode that worked
+error naming the response format, since some servers answer a refusal with a 500), or accepts it
+but answers with something that is not a verdict (it ignored the format), is asked again at once
+with ``json_object`` and the schema in the prompt, then with plain text, whose JSON is extracted and
+validated (:func:`guardrail.judges.prompt.parse_verdict_text`). The mode that worked
 is remembered for the base URL (process-wide), so later calls start there.
 """
 
@@ -24,6 +25,7 @@ from guardrail.judges.prompt import (
     SYSTEM_PROMPT,
     VERDICT_SCHEMA,
     VERDICT_SCHEMA_NAME,
+    JudgeParseError,
     parse_verdict_text,
     render_user_message,
 )
@@ -151,10 +153,12 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
         """The answer format this judge's next call starts with (negotiated per base URL)."""
         return negotiated_mode(self.base_url)
 
-    async def _create(self, client: openai.AsyncOpenAI, request: JudgeRequest, timeout: float) -> Any:
-        """One chat completion, in the negotiated answer format, stepping down to the next format
-        at once when the server refuses one; the format that worked is remembered."""
-        start = RESPONSE_MODES.index(negotiated_mode(self.base_url))
+    async def _create(
+        self, client: openai.AsyncOpenAI, request: JudgeRequest, timeout: float, first: ResponseMode
+    ) -> tuple[Any, ResponseMode]:
+        """One chat completion, from answer format ``first``, stepping down to the next format at
+        once when the server refuses one; the format that worked is remembered and returned."""
+        start = RESPONSE_MODES.index(first)
         for n, mode in enumerate(RESPONSE_MODES[start:], start=start):
             system, response_format = request_format(mode)
             options: dict[str, Any] = {"response_format": response_format} if response_format else {}
@@ -173,11 +177,29 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
                     raise
             if n != start:
                 _remember_mode(self.base_url, mode)
-            return completion
+            return completion, mode
         raise TransientJudgeError("no answer format accepted")  # not reached: the last mode raises
 
     async def _attempt(self, client: openai.AsyncOpenAI, request: JudgeRequest, timeout: float) -> JudgeVerdict:
-        completion = await self._create(client, request, timeout)
+        """One attempt: a completion in the negotiated format, read into a verdict. A server that
+        accepts a structured format but ignores it (llama.cpp's Python server answers
+        ``json_schema`` requests with free text) is asked again at once in the next format when
+        its answer is malformed, and that format is remembered, as for a refusal."""
+        mode = negotiated_mode(self.base_url)
+        while True:
+            completion, mode = await self._create(client, request, timeout, mode)
+            try:
+                return self._read(completion)
+            except JudgeParseError:
+                step = RESPONSE_MODES.index(mode) + 1
+                if step >= len(RESPONSE_MODES):
+                    raise
+                mode = RESPONSE_MODES[step]
+                _remember_mode(self.base_url, mode)
+
+    @staticmethod
+    def _read(completion: Any) -> JudgeVerdict:
+        """The verdict in a completion; JudgeParseError when the answer is not one."""
         choices = getattr(completion, "choices", None) or []
         if not choices:
             raise TransientJudgeError("response has no choices")
