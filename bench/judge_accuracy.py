@@ -1,18 +1,24 @@
-"""Accuracy of the embedded local judge through the full verifier path, on held-out data, new vs shipped.
+"""Accuracy of the embedded local judge through the full verifier path, on held-out data: the
+judge as it is now, the judge before issue 21 and a word-overlap rule, measured in the same run.
 
-    python bench/judge_accuracy.py [--data ../shared/data] [--shipped-ref 704af00]
-                                   [--shipped-model artifacts/judge/shipped_v2] [--limit N]
+    python bench/judge_accuracy.py [--data ../shared/data] [--previous-ref bc3faa5] [--limit N]
 
-Every claim goes ``Fact(evidence text) -> passages -> retrieval (all-MiniLM-L6-v2, top 3) ->
-LocalJudge -> quote guard -> aggregation`` through ``guardrail.Verifier.averify_many``; only the
+Every claim goes ``Fact(evidence text, title) -> passages -> retrieval (all-MiniLM-L6-v2, top 3) ->
+judge -> quote guard -> aggregation`` through ``guardrail.Verifier.averify_many``; only the
 **eval** part of the by-claim split (``training.datasets``) is used, which was neither trained on
-nor used to pick thresholds. The judge as shipped before issue 10 (its code read from git at
-``--shipped-ref``, its weights from ``--shipped-model``) is measured in the same run. Beyond the
-per-set figures: gold-supported WiCE claims labelled ``contradicted``; ``contradicted`` precision
-and recall on Climate-FEVER and FEVER-Symmetric together; claims paired with another claim's page
-or evidence (``cross_claim``, gold ``not_found``); the expected calibration error of
-``confidence``. Figures are printed and written to ``bench/results/judge_accuracy.json`` and
-``.md``. Skips with a message when the data folder is absent.
+nor used to fit or tune the decision. Compared in the same run:
+
+* ``new``: the judge in this tree (weights and ``decision.json`` of ``--model``);
+* ``previous``: the embedded judge at ``--previous-ref`` (its ``guardrail/judges`` code and weights
+  read from git into a temporary package: the precision-first judge of issue 10, v2 weights);
+* ``word_overlap``: ``supported`` when 70 % of the claim's content words are on the page, else
+  ``not_found`` (never ``contradicted``), the plain baseline every figure is read against.
+
+Beyond the per-set figures: gold-supported claims labelled ``contradicted``, refuted claims labelled
+``supported``; ``contradicted`` precision and recall on Climate-FEVER and FEVER-Symmetric together;
+claims paired with another claim's page (``cross_claim``, gold ``not_found``); the expected
+calibration error of ``confidence``. Written to ``bench/results/judge_accuracy.json`` and ``.md``.
+Skips with a message when the data folder is absent.
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ from titanic import TITANIC_FACTS  # noqa: E402  (bench/, this script's folder)
 
 from guardrail import ClaimReport, ClaimTask, Fact, JudgeRequest, JudgeVerdict, Verifier  # noqa: E402
 from guardrail.judges import checks  # noqa: E402
-from guardrail.judges.local import LocalJudge, Scored, decide  # noqa: E402
+from guardrail.judges.decision import decide  # noqa: E402
+from guardrail.judges.local import LocalJudge, Scored  # noqa: E402
 from training import datasets as ds  # noqa: E402
 
 LABELS3 = ("supported", "contradicted", "not_found")
@@ -62,8 +69,7 @@ class RecordingJudge:
     bench can report ranking figures (ROC-AUC) and the tuner can re-decide with other thresholds."""
 
     inner: Any
-    config: Any = None
-    decide_fn: Any = decide
+    decide_fn: Any
     records: dict[tuple[str, tuple[str, ...]], Scored] = field(default_factory=dict)
     sequence: list[Scored] = field(default_factory=list)  # every scored request, in call order
     name: str = "local"
@@ -81,71 +87,50 @@ class RecordingJudge:
         for s in scored:
             self.records[(s.claim, tuple(s.passages))] = s
         self.sequence.extend(scored)
-        config = self.config or self.inner.config
-        return [self.decide_fn(s, config) for s in scored]
-
-
-def make_verifier(judge: Any) -> Verifier:
-    return Verifier(judge=judge, fetcher=_NoFetch())  # type: ignore[arg-type]
+        return [self.decide_fn(s) for s in scored]
 
 
 @dataclass
-class Task:
-    """One bench item: a claim, its evidence text(s) and the gold label."""
+class WordOverlapJudge:
+    """The plain baseline: ``supported`` when at least 70 % of the claim's content words are on the
+    page (every passage is shown to it), else ``not_found``; never ``contradicted``."""
 
-    claim: str
-    evidence: list[str]
-    gold: str  # supported | contradicted | not_found  (binary sets: supported | not_supported)
+    share: float = 0.7
+    name: str = "word_overlap"
+    model: str = "70% content words"
+    cpu_bound: bool = False
+    records: dict = field(default_factory=dict)
+
+    def load(self) -> None:
+        pass
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        out = []
+        for r in requests:
+            page = " ".join([r.title or "", *r.passages])
+            share = checks.overlap(r.claim, page)
+            if share >= self.share:
+                best = max(r.passages, key=lambda p: checks.overlap(r.claim, p))
+                out.append(JudgeVerdict(label="supported", evidence_quote=best, confidence=round(share, 4)))
+            else:
+                out.append(JudgeVerdict(label="not_found", confidence=round(1 - share, 4)))
+        return out
+
+
+def make_verifier(judge: Any) -> Verifier:
+    from guardrail import Settings
+
+    # The baseline reads the whole page; the judges get the top 3 passages, as at run time.
+    settings = Settings(top_k=10_000) if isinstance(judge, WordOverlapJudge) else None
+    return Verifier(judge=judge, fetcher=_NoFetch(), settings=settings)  # type: ignore[arg-type]
+
+
+Task = ds.Task
 
 
 def load_tasks(data: Path, split: str) -> dict[str, list[Task]]:
-    """The four sets as bench tasks for one part of the split."""
-    wice = [
-        Task(c.claim, [ds.wice_page_text(c)], "supported" if c.supported else "not_supported")
-        for c in ds.read_wice(data, split)  # type: ignore[arg-type]
-    ]
-    climate = [Task(p.claim, [p.evidence], p.label) for p in ds.read_climate_fever(data, split)]  # type: ignore[arg-type]
-    fever = [Task(p.claim, [p.evidence], p.label) for p in ds.read_fever_symmetric(data, split)]  # type: ignore[arg-type]
-    attribution = [
-        Task(r.claim, ["\n\n".join(r.references)], "supported" if r.attributable else "not_supported")
-        for r in ds.read_attributionbench(data, split)  # type: ignore[arg-type]
-        if r.references
-    ]
-    return {
-        "wice": wice,
-        "climate_fever": climate,
-        "fever_symmetric": fever,
-        "attributionbench": attribution,
-        "cross_claim": cross_claim_tasks(wice, climate, fever),
-    }
-
-
-def _unrelated_claims(a: str, b: str) -> bool:
-    """Whether two claims are about different things: no name and few words in common."""
-    if set(checks.entities(a)) & set(checks.entities(b)):
-        return False
-    return checks.overlap(a, b) < 0.2 and checks.overlap(b, a) < 0.2
-
-
-def cross_claim_tasks(wice: Sequence[Task], climate: Sequence[Task], fever: Sequence[Task]) -> list[Task]:
-    """Claims paired with another claim's page or evidence (gold ``not_found``): each WiCE claim with
-    the page of the next WiCE claim about something else (no shared name, under 20 % shared words),
-    each Climate-FEVER claim with the first evidence of the next such claim, each FEVER-Symmetric
-    claim with the next such claim's evidence (sets in file order, the same part of the split, so
-    nothing outside that part is used)."""
-    out: list[Task] = []
-    for items, per_claim in ((wice, False), (climate, True), (fever, False)):
-        firsts: list[Task] = []
-        for t in items:
-            if not per_claim or not firsts or firsts[-1].claim != t.claim:
-                firsts.append(t)
-        for i, t in enumerate(firsts):
-            for k in range(1, len(firsts)):
-                other = firsts[(i + k) % len(firsts)]
-                if other.evidence != t.evidence and _unrelated_claims(t.claim, other.claim):
-                    out.append(Task(t.claim, other.evidence, "not_found"))
-                    break
-    return out
+    """The four sets and the cross-claim pairs as bench tasks for one part of the split."""
+    return ds.bench_tasks(data, split)  # type: ignore[arg-type]
 
 
 def run_reports(verifier: Verifier, tasks: Sequence[Task], chunk: int = 64) -> list[ClaimReport]:
@@ -154,7 +139,9 @@ def run_reports(verifier: Verifier, tasks: Sequence[Task], chunk: int = 64) -> l
     for start in range(0, len(tasks), chunk):
         part = tasks[start : start + chunk]
         reports.extend(
-            asyncio.run(verifier.averify_many([ClaimTask(t.claim, [Fact(e) for e in t.evidence]) for t in part]))
+            asyncio.run(
+                verifier.averify_many([ClaimTask(t.claim, [Fact(e, title=t.title) for e in t.evidence]) for t in part])
+            )
         )
     return reports
 
@@ -302,12 +289,15 @@ def evaluate(judge: RecordingJudge, tasks: dict[str, list[Task]], log: Any = pri
         conf = [confidence_of(r) for r in reports]
         gold = [t.gold for t in items]
         out["_labels"][name] = {"gold": gold, "pred": pred, "confidence": conf}
-        if name in ("wice", "attributionbench"):
+        if name in ("wice", "attributionbench") and judge.records:
             by_claim: dict[str, float] = {}
             for (claim, _), scored in judge.records.items():
-                best = max([0.0] + [float(c.probs[0]) for c in scored.candidates])
+                best = max([0.0] + [float(c.probs[0]) for c in scored.candidates if getattr(c, "scored", True)])
                 by_claim[claim] = max(by_claim.get(claim, 0.0), best)
             out[name] = binary_metrics(gold, pred, [by_claim.get(t.claim, 0.0) for t in items])
+        elif name in ("wice", "attributionbench"):
+            out[name] = binary_metrics(gold, pred)
+        if name in ("wice", "attributionbench"):
             supported = [p for g, p in zip(gold, pred, strict=True) if g == "supported"]
             out[name]["gold_supported_contradicted_rate"] = round(
                 sum(p == "contradicted" for p in supported) / max(1, len(supported)), 4
@@ -349,8 +339,28 @@ def pooled(labels: dict[str, dict[str, list]]) -> dict[str, Any]:
             if ok is not None:
                 conf.append(c)
                 correct.append(ok)
+    pair_figures = contradiction_figures(gold, pred)
+    refuted = [p for g, p in zip(gold, pred, strict=True) if g == "contradicted"]
+    pair_figures["refuted_read_supported"] = round(sum(p == "supported" for p in refuted) / max(1, len(refuted)), 4)
+    supported_pred = [
+        p
+        for name in ("wice", "climate_fever", "fever_symmetric")
+        if name in labels
+        for g, p in zip(labels[name]["gold"], labels[name]["pred"], strict=True)
+        if g == "supported"
+    ]
+    balanced = {}
+    for name in ("wice", "attributionbench", "climate_fever", "fever_symmetric"):
+        if name in labels:
+            got = labels[name]
+            balanced[name] = binary_metrics(got["gold"], got["pred"])["balanced_accuracy"]
     return {
-        "climate_fever+fever_symmetric": contradiction_figures(gold, pred),
+        "climate_fever+fever_symmetric": pair_figures,
+        "supported_read_contradicted": {
+            "n": len(supported_pred),
+            "rate": round(sum(p == "contradicted" for p in supported_pred) / max(1, len(supported_pred)), 4),
+        },
+        "balanced_accuracy": {**balanced, "mean": round(float(np.mean(list(balanced.values()))), 4) if balanced else 0},
         "all_sets": {"n": len(conf), "ece": expected_calibration_error(conf, correct)},
     }
 
@@ -373,7 +383,7 @@ def latency(judge: LocalJudge, tasks: Sequence[Task], n: int = 40) -> dict:
     run_tasks(verifier, tasks[-2:])  # warm-up: embedder and judge loaded
     first, warm = [], []
     pairs: list[int] = []
-    recorder = RecordingJudge(judge)
+    recorder = RecordingJudge(judge, decide_fn=lambda s: decide(s, judge.config, judge.decision))
     counting = make_verifier(recorder)
     for t in tasks[:n]:
         t0 = time.perf_counter()
@@ -384,7 +394,12 @@ def latency(judge: LocalJudge, tasks: Sequence[Task], n: int = 40) -> dict:
         warm.append((time.perf_counter() - t0) * 1000)
         recorder.sequence.clear()
         run_tasks(counting, [t])
-        pairs.append(sum(len(s.candidates) + sum(len(c) for _, c in s.parts) for s in recorder.sequence))
+        pairs.append(
+            sum(
+                len(s.scored_candidates()) + sum(c.scored for _, cands in s.parts for c in cands)
+                for s in recorder.sequence
+            )
+        )
     return {
         "first_sight": _summary(first),
         "warm_page": _summary(warm),
@@ -438,9 +453,24 @@ def to_markdown(result: dict) -> str:
     lines.append("| figure | " + " | ".join(result["models"]) + " |")
     lines.append("| --- |" + " --- |" * len(result["models"]))
     rows = [
+        (
+            "mean balanced accuracy: WiCE, AttributionBench, CF, FEVER-Sym (supported vs not)",
+            "balanced_accuracy",
+            "mean",
+        ),
+        (
+            "gold-supported (WiCE, CF, FEVER-Sym) labelled contradicted (target <= 0.03)",
+            "supported_read_contradicted",
+            "rate",
+        ),
+        (
+            "CF + FEVER-Sym gold-refuted labelled supported (target <= 0.05)",
+            "climate_fever+fever_symmetric",
+            "refuted_read_supported",
+        ),
         ("WiCE gold-supported labelled contradicted (target <= 0.03)", "wice", "gold_supported_contradicted_rate"),
         ("CF + FEVER-Sym contradicted precision (>= 0.85)", "climate_fever+fever_symmetric", "contradicted_precision"),
-        ("CF + FEVER-Sym contradicted recall", "climate_fever+fever_symmetric", "contradicted_recall"),
+        ("CF + FEVER-Sym contradicted recall (>= 0.30)", "climate_fever+fever_symmetric", "contradicted_recall"),
         ("CF + FEVER-Sym contradicted predicted / gold", "climate_fever+fever_symmetric", "contradicted_predicted"),
         ("another claim's page: contradicted (target <= 0.01)", "cross_claim", "contradicted_rate"),
         ("another claim's page: supported (target <= 0.02)", "cross_claim", "supported_rate"),
@@ -472,63 +502,53 @@ def to_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-SHIPPED_REF = "704af00"
-"""The commit whose embedded judge (code and thresholds) shipped as v2, before issue 10."""
+PREVIOUS_REF = "bc3faa5"
+"""The commit whose embedded judge (code and v2 weights) this issue replaces."""
 
 
-def load_shipped_judge(ref: str, model: Path) -> tuple[Any, Any] | None:
-    """The judge as shipped at ``ref`` (its ``local.py`` and ``checks.py`` read from git into a
-    temporary package) over the weights in ``model``: ``(judge, decide)``, or None without git."""
+def load_previous_judge(ref: str) -> RecordingJudge | None:
+    """The embedded judge at ``ref``: its ``guardrail/judges`` package and weights read from git into a
+    temporary package (``previous_judges``), wrapped for recording; None (with a note) without git."""
     import importlib
     import subprocess
     import tempfile
 
-    folder = Path(tempfile.mkdtemp(prefix="shipped_judge_"))
-    package = folder / "shipped_v2_judge"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    for name in ("local", "checks"):
-        try:
-            text = subprocess.run(
-                ["git", "-C", str(ROOT), "show", f"{ref}:guardrail/judges/{name}.py"],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        except (OSError, subprocess.CalledProcessError):
-            return None
-        # The schema moved to guardrail.core (issue 11); everything the old code uses is still there.
-        text = text.replace("from guardrail.judges import checks", "from . import checks")
-        text = text.replace("from guardrail.schema import", "from guardrail.core.schema import")
-        (package / f"{name}.py").write_text(text)
-    sys.path.insert(0, str(folder))
-    module = importlib.import_module("shipped_v2_judge.local")
-    return module.LocalJudge(model_path=model), module.decide
-
-
-def _shipped_recorder(ref: str, model: Path) -> RecordingJudge | None:
-    """The shipped judge wrapped for recording, or None (with a note) when git cannot give its code."""
-    shipped = load_shipped_judge(ref, model if LocalJudge.available(model) else LocalJudge().path)
-    if shipped is None:
-        print(f"note: cannot read the shipped judge at {ref} from git; measuring the new one only")
+    folder = Path(tempfile.mkdtemp(prefix="previous_judge_"))
+    package = folder / "previous_judges"
+    try:
+        names = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", ref, "guardrail/judges/"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        for name in names:
+            target = package / name.removeprefix("guardrail/judges/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            blob = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:{name}"], capture_output=True, check=True)
+            data = blob.stdout
+            if name.endswith(".py"):
+                text = data.decode("utf-8").replace("guardrail.judges.", "previous_judges.")
+                text = text.replace("from guardrail.schema import", "from guardrail.core.schema import")
+                data = text.replace("from guardrail.judges import", "from previous_judges import").encode("utf-8")
+            target.write_bytes(data)
+    except (OSError, subprocess.CalledProcessError):
+        print(f"note: cannot read the judge at {ref} from git; measuring without it")
         return None
-    return RecordingJudge(shipped[0], decide_fn=shipped[1])
+    sys.path.insert(0, str(folder))
+    local = importlib.import_module("previous_judges.local")
+    judge = local.LocalJudge(model_path=package / "model")
+    return RecordingJudge(judge, decide_fn=lambda s: local.decide(s, judge.config))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    p.add_argument("--model", type=Path, default=None, help="model folder (default: the shipped one)")
-    p.add_argument("--shipped-ref", default=SHIPPED_REF, help="git commit of the shipped judge to compare with")
-    p.add_argument(
-        "--shipped-model",
-        type=Path,
-        default=ROOT / "artifacts" / "judge" / "shipped_v2",
-        help="its weights (a copy of guardrail/judges/model at that commit; default: the package's)",
-    )
+    p.add_argument("--model", type=Path, default=None, help="model folder (default: the package's)")
+    p.add_argument("--previous-ref", default=PREVIOUS_REF, help="git commit of the judge to compare with")
     p.add_argument("--limit", type=int, default=None, help="first N items per set (quick looks only)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: LocalJudgeConfig.threads)")
-    p.add_argument("--skip-shipped", action="store_true", help="measure the new judge only")
+    p.add_argument("--skip-previous", action="store_true", help="measure the new judge and the baseline only")
     p.add_argument(
         "--latency-only", action="store_true", help="only the latency figures (to re-measure on a quiet machine)"
     )
@@ -552,9 +572,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     new.load()
     load_seconds = round(time.perf_counter() - t0, 2)
-    judges: dict[str, RecordingJudge] = {"new": RecordingJudge(new)}
-    if not args.skip_shipped and (shipped := _shipped_recorder(args.shipped_ref, args.shipped_model)) is not None:
-        judges["shipped_v2"] = shipped
+    judges: dict[str, Any] = {
+        "new": RecordingJudge(new, decide_fn=lambda s: decide(s, new.config, new.decision)),
+        "word_overlap": WordOverlapJudge(),
+    }
+    if not args.skip_previous and (previous := load_previous_judge(args.previous_ref)) is not None:
+        judges["previous"] = previous
     result: dict[str, Any] = {
         "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *(argv or sys.argv[1:])]),
         "split": "eval part of the by-claim split (training.datasets: sha256 buckets 0-44)",
@@ -567,10 +590,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         judges = {}
         args.out = args.out.with_name(args.out.name + "_latency")
     for name, recorder in judges.items():
-        print(f"{name} ({recorder.inner.path}):")
+        print(f"{name} ({getattr(getattr(recorder, 'inner', None), 'path', recorder.model)}):")
         result["models"][name] = evaluate(recorder, tasks)
-        config = recorder.inner.config
-        result["models"][name]["config"] = {k: v for k, v in config.__dict__.items()}
+        if hasattr(recorder, "inner"):
+            config = recorder.inner.config
+            result["models"][name]["config"] = {k: v for k, v in config.__dict__.items()}
     result["latency_wice_page"] = latency(new, tasks["wice"])
     result["latency_titanic_grounding"] = grounding_latency(new)
     result["dtype"] = new.dtype

@@ -36,14 +36,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from judge_accuracy import SHIPPED_REF, RecordingJudge, load_shipped_judge
+from judge_accuracy import load_previous_judge
 
 from guardrail import ClaimTask, Settings, Verifier
 from guardrail.apps.demo import LoopbackSite, Route, article, site_fetcher
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
 from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder
 
-SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "artifacts" / "judge" / "shipped_v2"
+SHIPPED_REF = "704af00"
+"""The commit whose judge (code and weights) issue 14 measured against."""
 RIVERS = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ivy", "Juniper"]
 
 
@@ -127,9 +128,6 @@ async def main() -> None:
     parser.add_argument("--baseline", action="store_true", help="also run the torch path, in the same run")
     parser.add_argument("--int8", action="store_true", help="the judge's int8-quantised ONNX graph")
     parser.add_argument("--shipped-ref", default=SHIPPED_REF, help="git commit of the v2 judge (the baseline)")
-    parser.add_argument(
-        "--shipped-model", type=Path, default=SHIPPED_MODEL, help="the v2 judge's weights (default: the package's)"
-    )
     args = parser.parse_args()
 
     routes, specs = build(args.claims, args.pages, args.latency)
@@ -182,13 +180,12 @@ async def main() -> None:
         if args.baseline:
             baselines: dict[str, Any] = {"baseline": LocalJudge(config=LocalJudgeConfig(backend="torch"))}
             # The v2 weights are the package's (unchanged since v2) unless a copy is given.
-            weights = args.shipped_model if LocalJudge.available(args.shipped_model) else LocalJudge().path
-            shipped = load_shipped_judge(args.shipped_ref, weights)
+            shipped = load_previous_judge(args.shipped_ref)
             if shipped is None:
                 print(f"note: cannot read the v2 judge at {args.shipped_ref} from git; torch path only")
             else:
-                baselines["shipped_v2"] = RecordingJudge(shipped[0], decide_fn=shipped[1])
-                results["shipped_v2"] = f"judge code at {args.shipped_ref}, weights {weights}, torch"
+                baselines["shipped_v2"] = shipped
+                results["shipped_v2"] = f"judge code and weights at {args.shipped_ref}"
             for prefix, baseline_judge in baselines.items():
                 other = Verifier(
                     settings=settings,

@@ -329,7 +329,10 @@ async def acheck_grounding_request(
     check_count(verifier.settings, "max_claims", "claims", len(checked))
     claim_texts = [extracted.claims[i].plain_text or extracted.claims[i].text for i in checked]
     shortlist = await _shortlist(verifier, claim_texts, request.facts, max_facts_per_claim)
-    fact_objs = [Fact(text=f.fact_text, source=_fact_source(i)) for i, f in enumerate(request.facts)]
+    fact_objs = [
+        Fact(text=f.fact_text, source=_fact_source(i), title=f.attributes.get("title") or None)
+        for i, f in enumerate(request.facts)
+    ]
     tasks = [
         ClaimTask(claim=text, evidence=[fact_objs[i] for i in chosen], settle_at=spec.citation_threshold)
         for text, chosen in zip(claim_texts, shortlist, strict=True)

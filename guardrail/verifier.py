@@ -63,6 +63,9 @@ class Fact:
 
     text: str
     source: str = "fact"
+    title: str | None = None
+    """The title of the document the text comes from, when known (a page title, a grounding fact's
+    ``title`` attribute, a retrieved node's ``title`` metadata): the judge reads the text as part of it."""
 
 
 Evidence = str | Fact
@@ -94,6 +97,14 @@ class DecisionRecord:
 
 
 Recorder = Callable[[DecisionRecord], None]
+
+
+def _title_of(evidence: Evidence, pages: dict[str, FetchedPage]) -> str | None:
+    """The title of a cited page or fact, which the judge reads as the passages' topic."""
+    if isinstance(evidence, Fact):
+        return evidence.title
+    page = pages.get(evidence)
+    return page.title if page is not None else None
 
 
 class Verifier:
@@ -437,8 +448,10 @@ class Verifier:
         else:
             verdicts = await self._run_judge(
                 [
-                    JudgeRequest(claim=seen[i].claim, passages=shown[n], settle_at=tasks[i].settle_at)
-                    for n, (i, _) in enumerate(pairs)
+                    JudgeRequest(
+                        claim=seen[i].claim, passages=shown[n], title=_title_of(ev, pages), settle_at=tasks[i].settle_at
+                    )
+                    for n, (i, ev) in enumerate(pairs)
                 ]
             )
             for n, (i, ev) in enumerate(pairs):

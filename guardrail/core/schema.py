@@ -217,6 +217,11 @@ class JudgeRequest(BaseModel):
 
     claim: str
     passages: list[str]
+    title: str | None = Field(
+        default=None,
+        description="The title of the page (or fact) the passages come from, when known: a judge reads each "
+        'passage as a reader of that page does ("It was directed by ..." on the page "Titanic" is about Titanic).',
+    )
     settle_at: float | None = Field(
         default=None,
         ge=0.0,

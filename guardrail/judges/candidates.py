@@ -1,16 +1,16 @@
-"""What the local judge scores for one request: the evidence candidates (sentences, windows of
-consecutive sentences, non-adjacent sentences joined), in the order and rounds they are scored."""
+"""What the local judge scores for one request: each sentence as a reader of its page reads it (with
+the page's topic), the sentence alone, windows of consecutive sentences and the best sentences
+joined, and in which of the two rounds each is scored."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from guardrail.core.schema import JudgeRequest
 from guardrail.judges import checks
+from guardrail.judges.context import clean_topic, in_context, nearest_heading, opening_name
 from guardrail.judges.local_config import LocalJudgeConfig
 
 ENT, NEU, CON = 0, 1, 2
@@ -18,165 +18,187 @@ ENT, NEU, CON = 0, 1, 2
 
 
 @dataclass
-class Candidate:
-    """One piece of evidence scored against the claim."""
+class Unit:
+    """One sentence of the passages shown: where it is, its text, and what a reader knows of it."""
 
-    kind: str  # sentence | window | combined | passage
-    text: str
     passage: int
-    sentences: list[tuple[int, int]]  # spans (within the passage) of the sentences it holds
-    quote: str | None  # the exact substring to quote (None: pick its best sentence)
-    parts: list[tuple[int, tuple[int, int]]] = field(default_factory=list)  # combined: (passage, span)
+    index: int  # position among the passage's sentences
+    span: tuple[int, int]  # characters within the passage
+    text: str
+    topic: str | None  # the page's title, else the nearest heading, else the name the passage opens with
+    previous: str | None  # the sentence before it in its passage
+    rank: int = 0  # its place in the claim-likeness ranking (0 best)
+
+
+@dataclass
+class Candidate:
+    """One piece of evidence scored against the claim: what the model reads (``model_text``) and
+    what may be quoted (``quote``: an exact substring of a passage, or None for joined sentences)."""
+
+    kind: str  # sentence (with its topic) | plain (the sentence alone) | window | combined
+    text: str  # the evidence itself (sentences of the page, exactly)
+    passage: int  # -1 for combined
+    units: list[int]  # indices into Scored.units of the sentences it holds
+    quote: str | None
+    model_text: str = ""  # what the model reads: the text with its topic (see guardrail.judges.context)
     probs: np.ndarray = field(default_factory=lambda: np.zeros(3, dtype=np.float32))
-    rank: int = 0  # sentence: its place in the claim-likeness ranking (0 best); window: its best seed's
+    scored: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.model_text:
+            self.model_text = self.text
 
 
 @dataclass
 class Scored:
-    """A request with every candidate scored: the input of :func:`decide`."""
+    """A request with its candidates and those scored so far: the input of the decision."""
 
     claim: str
     passages: list[str]
+    units: list[Unit]
     candidates: list[Candidate]
-    parts: list[tuple[str, list[Candidate]]] = field(default_factory=list)  # each part and its scored candidates
+    title: str | None = None
+    parts: list[tuple[str, list[Candidate]]] = field(default_factory=list)  # each part and its scored evidence
     reason: str | None = None  # decided without scoring (unsupported_language)
+    round_one: int = 0  # candidates[:round_one] are the first round's
+
+    def scored_candidates(self) -> list[Candidate]:
+        """The candidates the model has read, in plan order."""
+        return [c for c in self.candidates if c.scored]
 
 
-def plan_rounds(plan: Sequence[Candidate], config: LocalJudgeConfig) -> list[list[Candidate]]:
-    """A request's candidates grouped into scoring rounds, cheapest and likeliest to settle the
-    request first (empty rounds left out): the ``first_round`` best-ranked sentences; the windows
-    around those (a sentence that names its subject by a pronoun reads as support with its
-    neighbour); the other sentences; then everything else. One round when ``early_exit`` is off."""
-    if config.early_exit >= 1.0:
-        return [list(plan)] if plan else []
-    first_n = config.first_round if config.first_round > 0 else config.max_sentences
-    rounds: list[list[Candidate]] = [[], [], [], []]
-    for cand in plan:
-        if cand.kind == "sentence":
-            rounds[0 if cand.rank < first_n else 2].append(cand)
-        elif cand.kind == "window" and cand.rank < first_n:
-            rounds[1].append(cand)
-        else:
-            rounds[3].append(cand)
-    return [r for r in rounds if r]
-
-
-def part_candidates(part: str, plan: Sequence[Candidate], n: int) -> list[Candidate]:
-    """Copies of the ``n`` sentences and windows of a request sharing most of ``part``'s words (best
-    ranked first on ties), to be scored against the part."""
-    pool = [c for c in plan if c.kind in ("sentence", "window")]
-    pool.sort(key=lambda c: (-checks.overlap(part, c.text), c.kind != "sentence", c.rank))
-    return [dataclasses.replace(c, probs=np.zeros(3, dtype=np.float32)) for c in pool[:n]]
-
-
-# -- candidates ----------------------------------------------------------------
-
-
-_Unit = tuple[int, int, tuple[int, int], str]
-"""One evidence sentence: (passage index, position in the passage, character span, text)."""
-
-
-def _sentence_units(request: JudgeRequest, config: LocalJudgeConfig) -> tuple[list[_Unit], list[list[tuple[int, int]]]]:
-    """The sentences of every passage long enough to judge, and each passage's sentence spans."""
-    units: list[_Unit] = []
-    per_passage: list[list[tuple[int, int]]] = []
+def _units(request: JudgeRequest, config: LocalJudgeConfig) -> list[Unit]:
+    """The sentences of every passage long enough to judge, with their topic and the sentence before."""
+    title = clean_topic(request.title) if config.page_context else None
+    units: list[Unit] = []
     for p, passage in enumerate(request.passages):
         spans = [
             span
             for span in checks.sentence_spans(passage)
             if len(passage[span[0] : span[1]].split()) >= config.min_sentence_words
         ]
-        per_passage.append(spans)
-        units.extend((p, i, span, passage[span[0] : span[1]]) for i, span in enumerate(spans))
-    return units, per_passage
+        fallback = None if title else opening_name(passage[spans[0][0] : spans[0][1]]) if spans else None
+        previous: str | None = None
+        for i, span in enumerate(spans):
+            text = passage[span[0] : span[1]]
+            topic = (
+                (title or clean_topic(nearest_heading(passage, span[0])) or fallback) if config.page_context else None
+            )
+            units.append(Unit(p, i, span, text, topic, previous))
+            previous = text
+    return units
 
 
-def build_candidates(request: JudgeRequest, config: LocalJudgeConfig) -> list[Candidate]:
-    """The evidence to score for one request, within the budget of ``config``: the sentences that
-    cover the claim's rarer words best, windows of consecutive sentences around the best few,
-    the best few joined when they are not adjacent, and (optionally) each passage whole. Every
-    text is listed once: a one-sentence passage is not also scored as a passage."""
-    units, per_passage = _sentence_units(request, config)
-    scores = checks.rank_sentences(request.claim, [u[3] for u in units])
-    # Best first; stable, so ties keep page order. A sentence sharing no word with the claim still
-    # fills a free place: a lone evidence sentence often names its subject by a pronoun only and
-    # says the rest in other words ("He is the lead vocalist..." for "X is a musician").
-    ranked: list[int] = []
+class _Plan:
+    """The candidates of one request as they are added: each model text once, in order."""
+
+    def __init__(self, request: JudgeRequest, units: list[Unit]) -> None:
+        self.request = request
+        self.units = units
+        self.candidates: list[Candidate] = []
+        self.texts: set[str] = set()
+        self.by_place = {(u.passage, u.index): k for k, u in enumerate(units)}
+
+    def add(self, cand: Candidate) -> None:
+        if cand.model_text not in self.texts:
+            self.texts.add(cand.model_text)
+            self.candidates.append(cand)
+
+    def sentence(self, k: int) -> None:
+        u = self.units[k]
+        self.add(Candidate("sentence", u.text, u.passage, [k], u.text, in_context(u.text, u.topic)))
+
+    def plain(self, k: int) -> None:
+        u = self.units[k]
+        self.add(Candidate("plain", u.text, u.passage, [k], u.text))
+
+    def window(self, k: int, start: int, size: int) -> None:
+        """The ``size`` sentences from position ``start`` of unit ``k``'s passage, when all are there."""
+        u = self.units[k]
+        ks = [self.by_place.get((u.passage, j)) for j in range(start, start + size)]
+        if any(x is None for x in ks):
+            return
+        first, last = self.units[ks[0]], self.units[ks[-1]]  # type: ignore[index]
+        text = self.request.passages[first.passage][first.span[0] : last.span[1]]
+        self.add(
+            Candidate(
+                "window", text, first.passage, [x for x in ks if x is not None], text, in_context(text, first.topic)
+            )
+        )
+
+    def combined(self, top: list[int], topic: str | None) -> None:
+        """The sentences ``top`` joined in page order, unless they are consecutive (a window)."""
+        top = sorted(top, key=lambda k: (self.units[k].passage, self.units[k].index))
+        if len(top) < 2:
+            return
+        same = len({self.units[k].passage for k in top}) == 1
+        if same and self.units[top[-1]].index - self.units[top[0]].index == len(top) - 1:
+            return
+        text = " ".join(self.units[k].text for k in top)
+        self.add(Candidate("combined", text, -1, top, None, in_context(text, topic)))
+
+
+def _ranked(claim: str, units: list[Unit]) -> list[int]:
+    """Unit indices best first (the claim's rarer words covered), each sentence text once; sets ``rank``."""
+    scores = checks.rank_sentences(claim, [u.text for u in units])
+    order: list[int] = []
     seen: set[str] = set()
     for k in sorted(range(len(units)), key=lambda k: -scores[k]):
-        if units[k][3] not in seen:
-            seen.add(units[k][3])
-            ranked.append(k)
-    out: list[Candidate] = []
-    texts: set[str] = set()
+        if units[k].text not in seen:  # a sentence repeated on the page is one candidate
+            seen.add(units[k].text)
+            order.append(k)
+    for rank, k in enumerate(order):
+        units[k].rank = rank
+    return order
 
-    def add(cand: Candidate) -> None:
-        if cand.text not in texts:
-            texts.add(cand.text)
-            out.append(cand)
 
-    rank_of = {k: r for r, k in enumerate(ranked)}
-    for k in sorted(ranked[: config.max_sentences], key=lambda k: (units[k][0], units[k][1])):
-        p, _, span, text = units[k]
-        add(Candidate("sentence", text, p, [span], text, rank=rank_of[k]))
-    seeds = {(units[k][0], units[k][1]): rank_of[k] for k in ranked[: config.window_seeds]}
-    for p, spans in enumerate(per_passage):
-        passage = request.passages[p]
+def build_candidates(request: JudgeRequest, config: LocalJudgeConfig) -> Scored:
+    """Every candidate of one request within the budget of ``config``, in the order they are scored:
+
+    round 1: the ``first_round`` best-ranked sentences, each with its topic; round 2 (the rest of the
+    budget): the best one alone and with the sentence before it, the next sentences with their topic
+    up to ``max_sentences``, the best ``plain_sentences`` alone, windows of 2-3 sentences around the
+    ``window_seeds`` best, and the best few joined when they are not adjacent. Every model text is
+    listed once."""
+    units = _units(request, config)
+    order = _ranked(request.claim, units)
+    plan = _Plan(request, units)
+    for k in order[: config.first_round]:
+        plan.sentence(k)
+    round_one = len(plan.candidates)
+    if order:  # the best sentence alone and with the sentence before it first
+        plan.plain(order[0])
+        plan.window(order[0], units[order[0]].index - 1, 2)
+    for k in order[config.first_round : config.max_sentences]:
+        plan.sentence(k)
+    for k in order[: config.plain_sentences]:
+        plan.plain(k)
+    for k in order[: config.window_seeds]:
         for size in config.window_sizes:
-            for i in range(len(spans) - size + 1):
-                inside = [seeds[(p, j)] for j in range(i, i + size) if (p, j) in seeds]
-                if inside:
-                    s, e = spans[i][0], spans[i + size - 1][1]
-                    add(Candidate("window", passage[s:e], p, spans[i : i + size], passage[s:e], rank=min(inside)))
-        # A passage no longer than the longest window is already scored as a window or sentence.
-        if config.score_passages and seeds and len(spans) > max(config.window_sizes, default=1):
-            add(Candidate("passage", passage, p, spans, None))
+            for start in range(units[k].index - size + 1, units[k].index + 1):
+                plan.window(k, start, size)
+    title = clean_topic(request.title)
     for n in config.combine_top:
-        top = sorted(ranked[:n], key=lambda k: (units[k][0], units[k][1]))
-        if len(top) < 2:
-            continue
-        positions = [units[k][1] for k in top]
-        if len({units[k][0] for k in top}) == 1 and max(positions) - min(positions) == len(top) - 1:
-            continue  # consecutive: a window already covers it
-        text = " ".join(units[k][3] for k in top)
-        parts = [(units[k][0], units[k][2]) for k in top]
-        add(Candidate("combined", text, -1, [units[k][2] for k in top], None, parts=parts))
+        plan.combined(order[:n], title)
+    return Scored(request.claim, list(request.passages), units, plan.candidates, title=title, round_one=round_one)
+
+
+def part_candidates(scored: Scored, part: str, n: int) -> list[Candidate]:
+    """The ``n`` sentences sharing most of ``part``'s words (best ranked first on ties), each with its
+    topic, to be read against the part."""
+    order = sorted(
+        range(len(scored.units)),
+        key=lambda k: (
+            -checks.overlap(part, f"{scored.units[k].topic or ''} {scored.units[k].text}"),
+            scored.units[k].rank,
+        ),
+    )
+    out = []
+    for k in order[:n]:
+        u = scored.units[k]
+        if checks.overlap(part, f"{u.topic or ''} {u.text}") > 0:
+            out.append(Candidate("part", u.text, u.passage, [k], u.text, in_context(u.text, u.topic)))
     return out
 
 
-def _top_entailing(scored: Scored, config: LocalJudgeConfig) -> list[Candidate]:
-    sentences = [c for c in scored.candidates if c.kind == "sentence"]
-    sentences.sort(key=lambda c: -float(c.probs[ENT]))
-    return sorted(sentences[: config.rescore_top], key=lambda c: (c.passage, c.sentences[0][0]))
-
-
-def entailing_combination(scored: Scored, config: LocalJudgeConfig) -> Candidate | None:
-    """The ``rescore_top`` most entailing sentences of a scored request joined in page order
-    (None when they are fewer than two, or already scored together)."""
-    top = _top_entailing(scored, config)
-    if len(top) < 2:
-        return None
-    text = " ".join(c.text for c in top)
-    if any(c.text == text for c in scored.candidates):
-        return None
-    return Candidate(
-        "combined",
-        text,
-        -1,
-        [c.sentences[0] for c in top],
-        None,
-        parts=[(c.passage, c.sentences[0]) for c in top],
-    )
-
-
-__all__ = [
-    "CON",
-    "ENT",
-    "NEU",
-    "Candidate",
-    "Scored",
-    "build_candidates",
-    "entailing_combination",
-    "part_candidates",
-    "plan_rounds",
-]
+__all__ = ["CON", "ENT", "NEU", "Candidate", "Scored", "Unit", "build_candidates", "part_candidates"]

@@ -786,6 +786,23 @@ def missing_entities(claim: str, evidence: str) -> list[str]:
     return [e for e in entities(claim) if not _entity_present(e, words)]
 
 
+def role_swap(claim: str, evidence: str) -> tuple[str, str] | None:
+    """Two names that the claim and the evidence join by the same words in the opposite order:
+    ("Italy", "Spain") for "Italy defeated Spain in the final." against "Spain defeated Italy in the
+    final." (the roles of a relation reversed). A passive restatement ("Spain was defeated by
+    Italy") joins them by other words, so it is no swap. None otherwise."""
+    lowered = evidence.lower()
+    names = [(claim.find(n), n) for n in entities(claim)]
+    names = sorted((i, n) for i, n in names if i >= 0 and n.lower() in lowered)
+    for (i1, a), (i2, b) in itertools.combinations(names, 2):
+        between = " ".join(claim[i1 + len(a) : i2].split()).lower()
+        if not between or len(between.split()) > 6 or not _WORD.search(between):
+            continue
+        if f"{b.lower()} {between} {a.lower()}" in " ".join(lowered.split()):
+            return a, b
+    return None
+
+
 def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
     """A name of the claim (not its opening subject) that the evidence does not mention where the
     evidence names someone or something else of the same shape (one word, or several) that the claim does not mention:

@@ -32,7 +32,9 @@ win lose|won lost|wins loses|winner loser|victory defeat|success failure|succeed
 true false|correct incorrect|right wrong|legal illegal|lawful unlawful|allowed forbidden|allowed banned
 permitted prohibited|accept reject|accepted rejected|approve reject|approved rejected|support oppose
 supported opposed|supports opposes|agree disagree|agreed disagreed|include exclude|included excluded
-increase reduce|increased reduced|raise lower|raised lowered|strengthen weaken|strengthened weakened
+increase reduce|increased reduced|increases reduces|increasing reducing|improve worsen|improves worsens
+improved worsened|improving worsening|boost reduce|boosts reduces
+raise lower|raised lowered|strengthen weaken|strengthened weakened
 strong weak|stronger weaker|strongest weakest|rich poor|richer poorer|cheap expensive|cheaper costlier
 safe dangerous|safer riskier|healthy unhealthy|alive dead|living dead|born died|male female|men women
 private public|domestic foreign|modern ancient|old new|older newer|old young|older younger|oldest youngest

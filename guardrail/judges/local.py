@@ -1,19 +1,14 @@
-"""The embedded offline judge: our NLI cross-encoder plus deterministic checks, no key, no hub.
+"""The embedded offline judge: our NLI cross-encoder and a learned decision, no key, no hub.
 
-For each request the claim is scored against the sentences of the passages shown, windows of
-2-3 consecutive sentences, the few most claim-like sentences joined (evidence that is spread
-over a page) and optionally each passage as a whole, within a budget, in rounds (the sentence
-most like the claim first, so a claim that restates its page is decided after one pair; see
-``LocalJudgeConfig.early_exit``), each round one length-sorted batch over all requests of the
-``judge()`` call. The label comes from those probabilities and from checks that small NLI models
-miss (``guardrail.judges.checks``): a number, unit or year of the claim that the evidence lacks, or
-states differently; a negation flip; a name the evidence never mentions. The quote is always an
-exact substring of a passage (a sentence, or a window of consecutive sentences), so the quote
-guard holds by construction.
-
-This module scores (the model, its backends, the rounds); :mod:`guardrail.judges.candidates` says
-what is scored, :mod:`guardrail.judges.decision` what the scores mean, and
-:mod:`guardrail.judges.local_config` holds every threshold and budget.
+Each sentence of the passages shown is read as a reader of its page reads it, with the page's topic
+(``"Titanic (1997 film): It was directed by James Cameron."``; :mod:`guardrail.judges.context`),
+and also alone and in windows with its neighbours. What is read, and in which of at most two
+rounds, is the budget of :class:`LocalJudgeConfig` (:mod:`guardrail.judges.candidates`); the first
+round of every request of one ``judge()`` call is one batched forward pass. What the model's
+probabilities and the lexical agreement of the words mean together is decided by a calibrated
+classifier fitted on held-out data (:mod:`guardrail.judges.features`,
+:mod:`guardrail.judges.decision`). The quote is always an exact substring of a passage (a sentence
+or a window of consecutive sentences), so the quote guard holds by construction.
 """
 
 from __future__ import annotations
@@ -31,23 +26,8 @@ import numpy as np
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.fast_tokenizer import encode_pairs
 from guardrail.judges import checks
-from guardrail.judges.candidates import (
-    Candidate,
-    Scored,
-    build_candidates,
-    entailing_combination,
-    part_candidates,
-    plan_rounds,
-)
-from guardrail.judges.decision import (
-    conflict_kind,
-    conflicts,
-    could_back_part,
-    could_decide,
-    decide,
-    lead_name,
-    settled,
-)
+from guardrail.judges.candidates import Candidate, Scored, build_candidates, part_candidates
+from guardrail.judges.decision import DecisionModel, decide, load_decision, probabilities, settled
 from guardrail.judges.lexicon import is_english
 from guardrail.judges.local_config import LocalJudgeConfig
 from guardrail.judges.parts import claim_parts
@@ -59,7 +39,7 @@ from guardrail.settings import Settings
 log = logging.getLogger("guardrail.judges.local")
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
-"""Where the shipped weights live inside the package."""
+"""Where the shipped weights (and their fitted decision) live inside the package."""
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -147,6 +127,7 @@ class LocalJudge:
         self.quantize = quantize
         self.model = _model_name(self.path) + ("-int8" if quantize else "")
         self._dtype: str | None = None
+        self._decision: DecisionModel | None = None
 
     @property
     def dtype(self) -> str:
@@ -192,87 +173,75 @@ class LocalJudge:
             return []
         return await asyncio.to_thread(self.judge_sync, requests)
 
+    @property
+    def decision(self) -> DecisionModel:
+        """The classifier fitted for these weights (``decision.json`` beside them; the package's
+        when a model folder has none), read once per process."""
+        if self._decision is None:
+            folder = self.path if (self.path / "decision.json").is_file() else MODEL_DIR
+            self._decision = load_decision(folder)
+        return self._decision
+
     def judge_sync(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         """Blocking :meth:`judge`. A model failure raises (the verifier turns it into
-        ``judge_error`` for the call); a failure deciding one request is that request's ``judge_error``."""
+        ``judge_error`` for the call); a failure deciding one request is that request's ``internal_error``."""
         verdicts: list[JudgeVerdict] = []
+        model = self.decision
         for scored in self.score(requests):
             try:
-                verdicts.append(decide(scored, self.config))
+                verdicts.append(decide(scored, self.config, model))
             except Exception:
                 log.exception("internal error: the local judge could not decide a request")
                 verdicts.append(JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.internal_error.value))
         return verdicts
 
-    def score(self, requests: Sequence[JudgeRequest]) -> list[Scored]:
-        """Build every request's candidates and score them, all requests together, round by
-        round (see ``LocalJudgeConfig.early_exit``): each round is one batched pass over the
-        requests still unsettled; then, for requests nothing supports yet, the most entailing
-        sentences joined. Candidates end in the order :func:`build_candidates` gave them."""
+    def score(self, requests: Sequence[JudgeRequest], *, rounds: int = 2, settle: bool = True) -> list[Scored]:
+        """Build every request's candidates and read them in at most ``rounds`` rounds (see
+        :class:`LocalJudgeConfig`): the first round of every request in one batch, the second only
+        for the requests it left undecided, then the parts of split claims still not supported.
+        ``settle=False`` reads the whole budget of every request and no parts (the decision's
+        fitting records what every round would show)."""
         config = self.config
-        reasons = [_refusal(r, config) for r in requests]
-        plans = [
-            [] if reasons[i] or _unrelated(r, config) else build_candidates(r, config) for i, r in enumerate(requests)
+        plans: list[Scored] = []
+        for r in requests:
+            reason = _refusal(r, config)
+            if reason is not None or _unrelated(r, config):
+                plans.append(Scored(r.claim, list(r.passages), [], [], title=r.title, reason=reason))
+            else:
+                plans.append(build_candidates(r, config))
+        self._predict_into([(s.claim, c) for s in plans for c in s.candidates[: s.round_one]])
+        if rounds < 2:
+            return plans
+        if not settle:
+            self._predict_into([(s.claim, c) for s in plans for c in s.candidates[s.round_one :]])
+            return plans
+        model = self.decision
+        later = [
+            s
+            for s, r in zip(plans, requests, strict=True)
+            if s.candidates and not settled(s, model, config, r.settle_at)
         ]
-        scored = [
-            Scored(claim=r.claim, passages=list(r.passages), candidates=[], reason=reasons[i])
-            for i, r in enumerate(requests)
-        ]
-        # Only candidates whose score could change the verdict are scored; parts draw on the whole plan.
-        rounds = [
-            plan_rounds([c for c in plan if could_decide(s, c, config)], config)
-            for s, plan in zip(scored, plans, strict=True)
-        ]
-        exits = [max(config.early_exit, r.settle_at or 0.0) for r in requests]
-        done: list[set[int]] = [set() for _ in requests]  # ids of the candidates scored
-        active = [i for i in range(len(requests)) if rounds[i]]
-        step = 0
-        while active:
-            batch = [(i, cand) for i in active for cand in rounds[i][step]]
-            self._predict_into([(scored[i].claim, cand) for i, cand in batch])
-            for i, cand in batch:
-                done[i].add(id(cand))
-            for i in active:
-                scored[i].candidates = [c for c in plans[i] if id(c) in done[i]]
-            step += 1
-            active = [
-                i
-                for i in active
-                if step < len(rounds[i])
-                and not settled(scored[i], config, exits[i], [c for later in rounds[i][step:] for c in later])
-            ]
-        if config.rescore_top > 1:
-            # The sentences the model found most entailing, joined in page order, so evidence
-            # spread over a page (gold sets are often several sentences apart) is read together;
-            # only where nothing supports the claim yet.
-            extra = [
-                (s, c)
-                for s in scored
-                if decide(s, config).label != "supported"
-                and (c := entailing_combination(s, config)) is not None
-                and could_decide(s, c, config)
-            ]
-            self._predict_into([(s.claim, c) for s, c in extra])
-            for s, c in extra:
-                s.candidates.append(c)
-        self._score_parts(scored, plans)
-        return scored
+        self._predict_into([(s.claim, c) for s in later for c in s.candidates[s.round_one :]])
+        self._score_parts(plans, model)
+        return plans
 
-    def _score_parts(self, scored: list[Scored], plans: list[list[Candidate]]) -> None:
-        """Score each part of every split claim against its own few candidates, all in one batch."""
+    def _score_parts(self, plans: list[Scored], model: DecisionModel) -> None:
+        """Read each part of every split claim that is still not supported against its own few
+        sentences, all in one batch (the verdict then names the parts backed and missing)."""
         if not self.config.split_parts:
             return
-        config = self.config
         flat: list[tuple[str, Candidate]] = []
-        for s, plan in zip(scored, plans, strict=True):
-            # A contradicted claim's parts change nothing (:func:`decide` returns before reading them).
-            contradicted = config.skip_unrelated and decide(s, config).label == "contradicted"
-            parts = claim_parts(s.claim) if plan and not contradicted else []
+        for s in plans:
+            if not s.candidates:
+                continue
+            parts = claim_parts(s.claim)
             if len(parts) < 2:
                 continue
+            p, _, _ = probabilities(s, model)
+            if p.argmax() != 2 and max(p[0], p[1]) >= min(model.support_threshold, model.contradict_threshold):
+                continue  # decided supported or contradicted: its parts change nothing
             for part in parts:
-                cands = part_candidates(part, plan, config.part_candidates)
-                cands = [c for c in cands if could_back_part(s, part, c, config)]
+                cands = part_candidates(s, part, self.config.part_candidates)
                 s.parts.append((part, cands))
                 flat.extend((part, c) for c in cands)
         self._predict_into(flat)
@@ -280,11 +249,12 @@ class LocalJudge:
     def _predict_into(self, flat: list[tuple[str, Candidate]]) -> None:
         if not flat:
             return
-        unique = list(dict.fromkeys((c.text, claim) for claim, c in flat))
+        unique = list(dict.fromkeys((c.model_text, claim) for claim, c in flat))
         probs = self.predict([text for text, _ in unique], [claim for _, claim in unique])
         by_pair = dict(zip(unique, probs, strict=True))
         for claim, cand in flat:
-            cand.probs = by_pair[(cand.text, claim)]
+            cand.probs = by_pair[(cand.model_text, claim)]
+            cand.scored = True
 
     def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """Probabilities ``[entailment, neutral, contradiction]`` per (premise, hypothesis) pair,
@@ -365,35 +335,15 @@ def _refusal(request: JudgeRequest, config: LocalJudgeConfig) -> str | None:
 
 
 def _unrelated(request: JudgeRequest, config: LocalJudgeConfig) -> bool:
-    """Whether no candidate of this request could matter (``LocalJudgeConfig.skip_unrelated``): the
-    passages share none of the claim's content words, or are pages about another subject."""
-    if not config.skip_unrelated or config.support_min_overlap <= 0:
-        return False
-    if config.contradict_min_shared < 1 or config.number_conflict_min_overlap <= 0:
-        return False
-    if config.entity_substitution and config.substitution_min_overlap <= 0:
+    """Whether the passages (and title) share none of the claim's content words, so nothing there
+    can bear on it (``LocalJudgeConfig.skip_unrelated``)."""
+    if not config.skip_unrelated:
         return False
     words = checks.content_words(request.claim)
     if not words:
         return False
-    if not any(words & checks.content_words(p) for p in request.passages):
-        return True
-    return config.require_entities and about_another_subject(request, config)
-
-
-def about_another_subject(request: JudgeRequest, config: LocalJudgeConfig) -> bool:
-    """Whether the claim's subject is a name ("The Alder River is ...") that none of the passages
-    names (:func:`checks.names_the_same`), every passage being a page of ``entity_min_words`` or
-    more: nothing there is about the claim's subject, so nothing can contradict it (see
-    :func:`~guardrail.judges.decision.same_subject`), and a page that never names what it is cited
-    for does not back it. A short passage (a retrieved chunk) often leaves its subject unnamed, so
-    it is always scored. On the tune part every request this skips was ``not_found`` anyway."""
-    lead = lead_name(request.claim)
-    if lead is None or not request.passages:
-        return False
-    if any(checks.word_count(p) < config.entity_min_words for p in request.passages):
-        return False
-    return not any(checks.names_the_same(lead, p) for p in request.passages)
+    texts = [*request.passages, request.title or ""]
+    return not any(words & checks.content_words(p) for p in texts)
 
 
 def _model_name(path: Path) -> str:
@@ -415,11 +365,6 @@ __all__ = [
     "LocalJudgeConfig",
     "Scored",
     "build_candidates",
-    "conflict_kind",
-    "conflicts",
-    "could_decide",
     "decide",
     "native_bfloat16",
-    "part_candidates",
-    "plan_rounds",
 ]

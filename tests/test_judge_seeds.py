@@ -1,0 +1,108 @@
+"""The seed cases of the embedded judge, read as a reader would label them, with the real model
+and the shipped decision (issue 21). Each names the mechanism it rests on; the tests that turn the
+mechanism off show it is what decides."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardrail import ClaimTask, Fact, Label, Settings, Verifier
+from guardrail.judges.local import LocalJudge, LocalJudgeConfig
+from tests.fakes import HashEmbedder
+
+pytestmark = pytest.mark.slow
+
+TITANIC_FACT = (
+    "Titanic is a 1997 American epic romantic disaster movie. It was directed, written, and co-produced by "
+    "James Cameron. The movie is about the 1912 sinking of the RMS Titanic. It stars Kate Winslet and Leonardo "
+    "DiCaprio. The movie was released on December 19, 1997. It received positive critical reviews. The movie "
+    "won 11 Academy Awards, and was nominated for fourteen total Academy Awards."
+)
+DIRECTED = "It was directed, written, and co-produced by James Cameron."
+BOILING = (
+    "At standard atmospheric pressure, which is the pressure at sea level, pure water boils at 100 degrees "
+    "Celsius (212 degrees Fahrenheit). Water freezes at 0 degrees Celsius."
+)
+
+
+class _NoFetch:
+    name = "none"
+
+    async def fetch_all(self, urls: object) -> dict:
+        raise AssertionError("nothing should be fetched")
+
+
+def _verifier(config: LocalJudgeConfig | None = None) -> Verifier:
+    judge = LocalJudge(config=config)
+    return Verifier(judge=judge, embedder=HashEmbedder(), fetcher=_NoFetch(), settings=Settings())  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Verifier:
+    return _verifier()
+
+
+def _check(verifier: Verifier, claim: str, text: str, title: str | None = None) -> tuple[Label, str | None]:
+    [report] = verifier.verify_many([ClaimTask(claim, [Fact(text, source="fixture", title=title)])])
+    return report.overall, report.citations[0].evidence_quote
+
+
+def test_a_pronoun_sentence_on_the_films_page_contradicts_another_director(verifier: Verifier) -> None:
+    label, quote = _check(verifier, "Titanic was directed by Steven Spielberg.", DIRECTED, "Titanic (1997 film)")
+    assert (label, quote) == (Label.contradicted, DIRECTED)
+
+
+def test_a_pronoun_sentence_on_the_films_page_supports_its_director(verifier: Verifier) -> None:
+    label, quote = _check(verifier, "Titanic was directed by James Cameron.", DIRECTED, "Titanic (1997 film)")
+    assert (label, quote) == (Label.supported, DIRECTED)
+
+
+@pytest.mark.xfail(strict=True, reason="known miss (issue 21 note): the model leans little on another page's topic")
+def test_the_same_sentence_on_another_films_page_is_about_that_film(verifier: Verifier) -> None:
+    # "It" is what the page is about: on the page of Avatar, the sentence says nothing of Titanic.
+    assert _check(verifier, "Titanic was directed by James Cameron.", DIRECTED, "Avatar (2009 film)")[0] == (
+        Label.not_found
+    )
+
+
+def test_directed_by_cameron_is_supported_by_the_vertex_fact(verifier: Verifier) -> None:
+    label, quote = _check(verifier, "Titanic was directed by James Cameron.", TITANIC_FACT)
+    assert label == Label.supported and quote is not None and "James Cameron" in quote
+
+
+def test_boiling_at_50_is_contradicted_and_at_one_hundred_supported(verifier: Verifier) -> None:
+    label, quote = _check(verifier, "Water boils at 50 degrees Celsius at sea level.", BOILING)
+    assert label == Label.contradicted and quote is not None and "100 degrees Celsius" in quote
+    label, quote = _check(verifier, "Water boils at one hundred degrees Celsius at sea level.", BOILING)
+    assert label == Label.supported and quote is not None and "100 degrees Celsius" in quote
+
+
+def test_awards_on_a_page_that_never_mentions_awards_are_not_found(verifier: Verifier) -> None:
+    page = "Titanic is a 1997 American epic romantic disaster movie.\n\nIt was directed by James Cameron."
+    assert _check(verifier, "Titanic won 11 Academy Awards.", page)[0] == Label.not_found
+
+
+def test_a_direction_flipped_is_contradicted_not_supported(verifier: Verifier) -> None:
+    label, quote = _check(
+        verifier, "Exercise increases the risk of heart disease.", "Regular exercise reduces the risk of heart disease."
+    )
+    assert label == Label.contradicted and quote == "Regular exercise reduces the risk of heart disease."
+
+
+def test_a_study_aim_is_not_its_finding(verifier: Verifier) -> None:
+    aim = "This study aimed to determine whether vitamin D reduces fractures in older women."
+    assert _check(verifier, "Vitamin D reduces fractures in older women.", aim)[0] == Label.not_found
+    finding = "We found that vitamin D reduces fractures in older women."
+    assert _check(verifier, "Vitamin D reduces fractures in older women.", finding)[0] == Label.supported
+
+
+@pytest.mark.xfail(strict=True, reason="known miss (issue 21 note): the model reads a swapped role as support")
+def test_a_role_swap_is_contradicted(verifier: Verifier) -> None:
+    assert _check(verifier, "Spain defeated Italy in the final.", "In the final, Italy defeated Spain 2-1.")[0] == (
+        Label.contradicted
+    )
+
+
+@pytest.mark.xfail(strict=True, reason="known miss (issue 21 note): another lead in a cast list reads not_found")
+def test_brad_pitt_is_anti_cited_by_the_cast_list(verifier: Verifier) -> None:
+    assert _check(verifier, "It starred Brad Pitt and Kate Winslet.", TITANIC_FACT)[0] == Label.contradicted

@@ -1,0 +1,408 @@
+"""Fit the local judge's decision: a calibrated classifier over the model's scores and the checks.
+
+    python -m training.fit_decision [--model guardrail/judges/model] [--data ../shared/data]
+                                    [--cache artifacts/fit] [--precision 0.85] [--no-synthetic]
+
+1. Every claim of the ``fit`` part (train buckets the model never saw, ``training.datasets``) and of
+   the ``tune`` part goes through the verifier as the benches run it (evidence as a ``Fact`` with
+   its title -> passages -> retrieval -> the local judge), the judge reading the *whole* budget of
+   every request; the scored candidates are kept (``--cache``, per model).
+2. Each request gives two rows of features (:func:`guardrail.judges.features.request_features`):
+   what the first round alone shows, and what both rounds show, so the classifier decides either.
+3. scikit-learn's multinomial logistic regression (each set weighing the same, classes balanced)
+   is fitted and chosen by cross-validation over the ``fit`` and ``tune`` rows together, folds by
+   claim (the fit part alone holds about 80 contradictions, too few for the contradiction
+   threshold): for each regularisation strength of ``--c-grid``, the out-of-fold probabilities,
+   deciding as the judge does at run time (first round, then the second when the first did not
+   settle), give the contradiction threshold (the lowest with ``contradicted`` precision of at
+   least ``--precision`` on Climate-FEVER + FEVER-Symmetric and at most 3 % of supported claims
+   read contradicted) and the support threshold (the best mean balanced accuracy over the sets with
+   at most 5 % of refuted claims and 2 % of another claim's pages read supported). The strength
+   with the best cross-validated score wins and is refitted on all those rows.
+4. The classifier, thresholds and a record of the figures are written to
+   ``<model>/decision.json`` (what the judge loads) and ``<model>/decision_record.json``.
+
+The eval part is never looked at here: ``python bench/judge_accuracy.py`` reports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LABEL_OF_GOLD = {"supported": 0, "contradicted": 1, "not_found": 2, "not_supported": 2}
+"""Gold labels as classifier classes (``decision.LABELS`` order); binary sets' not_supported is not_found."""
+
+
+@dataclasses.dataclass
+class Row:
+    """One recorded request: its set, gold class, and its two feature views."""
+
+    dataset: str
+    gold: int
+    first: np.ndarray
+    full: np.ndarray
+    claim: str = ""
+
+
+class _NoFetch:
+    name = "none"
+
+    async def fetch_all(self, urls: Sequence[str], memo: Any = None) -> dict[str, Any]:
+        raise RuntimeError("the decision's fitting fetches nothing")
+
+
+class RecordingJudge:
+    """The local judge reading every request's whole budget, keeping each scored request in order."""
+
+    name = "local"
+    cpu_bound = True
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.sequence: list[Any] = []
+
+    @property
+    def model(self) -> str:
+        return str(self.inner.model)
+
+    def load(self) -> None:
+        self.inner.load()
+
+    async def judge(self, requests: Sequence[Any]) -> list[Any]:
+        from guardrail.core.schema import JudgeVerdict
+
+        scored = await asyncio.to_thread(self.inner.score, requests, settle=False)
+        self.sequence.extend(scored)
+        return [JudgeVerdict(label="not_found", confidence=0.0) for _ in scored]
+
+
+def record(judge: Any, tasks: Sequence[Any], chunk: int = 64) -> list[Any]:
+    """The scored request of every task (one evidence each), in task order, through the verifier."""
+    from guardrail import ClaimTask, Fact, Verifier
+    from guardrail.core.text import normalize_text
+
+    recorder = RecordingJudge(judge)
+    verifier = Verifier(judge=recorder, fetcher=_NoFetch())  # type: ignore[arg-type]
+    out: list[Any] = []
+    for start in range(0, len(tasks), chunk):
+        part = tasks[start : start + chunk]
+        recorder.sequence.clear()
+        claim_tasks = [ClaimTask(t.claim, [Fact(e, title=t.title) for e in t.evidence]) for t in part]
+        asyncio.run(verifier.averify_many(claim_tasks))
+        if len(recorder.sequence) != len(part):
+            raise RuntimeError(f"{len(recorder.sequence)} requests judged for {len(part)} tasks")
+        for t, s in zip(part, recorder.sequence, strict=True):
+            if s.claim != normalize_text(t.claim.strip()):
+                raise RuntimeError("judged requests out of task order")
+        out.extend(recorder.sequence)
+    return out
+
+
+def synthetic_tasks(data: Path, part: str, seed: int = 7, limit: int = 1200) -> list[Any]:
+    """Edited pairs of ``part`` (``training.contrastive``'s edits of its supported pairs, which the
+    model never saw) as tasks: the pair itself (supported), one contradiction edit (a name, number,
+    direction word, role or negation changed), and the claim as a study's aim or with a clause
+    added (not_found). The decision learns from them what the words say where real pairs are few
+    (a role swap, a direction flipped); the thresholds are chosen on the real sets alone."""
+    import random
+
+    from training import contrastive as cx
+    from training.datasets import Task
+
+    rng = random.Random(seed)
+    sources = [s for s in cx.supported_sources(data, part) if len(s.evidence.split()) <= 80]
+    rng.shuffle(sources)
+    out: list[Any] = []
+    kinds = ["direction", "role", "entity", "number", "negation", "evidence_negation", "unit", "month"]
+    for src in sources[:limit]:
+        out.append(Task(src.claim, [src.evidence], "supported", src.topic))
+        for kind in rng.sample(kinds, len(kinds)):
+            hit = cx._contradiction(kind, src, rng)
+            if hit is not None:
+                out.append(Task(hit[0], [hit[1]], "contradicted", src.topic))
+                break
+        if rng.random() < 0.5 and (aim := cx.aim_sentence(src.claim, rng)) is not None:
+            out.append(Task(src.claim, [aim], "not_found"))
+        else:
+            other = sources[rng.randrange(len(sources))].claim
+            added = cx.augment.add_clause(src.claim, other) if other != src.claim else None
+            if added:
+                out.append(Task(added, [src.evidence], "not_found", src.topic))
+    return out
+
+
+def first_round_view(scored: Any) -> Any:
+    """The request as the first round alone leaves it (later candidates unread)."""
+    cands = [dataclasses.replace(c, scored=c.scored and i < scored.round_one) for i, c in enumerate(scored.candidates)]
+    return dataclasses.replace(scored, candidates=cands, parts=[])
+
+
+def rows_of(recorded: dict[str, list[Any]], tasks: dict[str, list[Any]]) -> list[Row]:
+    """Feature rows of every recorded request."""
+    from guardrail.judges.features import request_features
+
+    rows = []
+    for name, scored_list in recorded.items():
+        for task, scored in zip(tasks[name], scored_list, strict=True):
+            first = request_features(first_round_view(scored))[0]
+            full = request_features(scored)[0]
+            rows.append(Row(name, LABEL_OF_GOLD[task.gold], first, full, task.claim))
+    return rows
+
+
+SYNTHETIC_WEIGHT = 0.5
+"""The edited pairs weigh half of one real set: enough to teach the rare cases, not to set the odds."""
+
+
+def _weights(rows: Sequence[Row]) -> np.ndarray:
+    """Each real set weighs the same in all (the edited pairs :data:`SYNTHETIC_WEIGHT` of one);
+    within the whole, classes are balanced."""
+    per_set = Counter(r.dataset for r in rows)
+    w = np.asarray([(SYNTHETIC_WEIGHT if r.dataset == "synthetic" else 1.0) / per_set[r.dataset] for r in rows])
+    classes = np.asarray([r.gold for r in rows])
+    for c in range(3):
+        mask = classes == c
+        if mask.any():
+            w[mask] *= 1.0 / w[mask].sum()
+    return w / w.mean()
+
+
+def fit(rows: Sequence[Row], c: float) -> Any:
+    """Standardise and fit a multinomial logistic regression on both views of ``rows``."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    x = np.vstack([np.vstack([r.first for r in rows]), np.vstack([r.full for r in rows])])
+    y = np.asarray([r.gold for r in rows] * 2)
+    w = np.concatenate([_weights(rows)] * 2)
+    scaler = StandardScaler().fit(x)
+    scale = np.where(scaler.scale_ > 1e-6, scaler.scale_, 1.0)
+    model = LogisticRegression(C=c, max_iter=5000).fit((x - scaler.mean_) / scale, y, sample_weight=w)
+    return scaler.mean_, scale, model
+
+
+def to_decision(mean: np.ndarray, scale: np.ndarray, model: Any, t_con: float, t_sup: float) -> Any:
+    from guardrail.judges.decision import DecisionModel
+    from guardrail.judges.features import REQUEST_FEATURES
+
+    return DecisionModel(
+        features=REQUEST_FEATURES,
+        mean=np.asarray(mean, dtype=np.float64),
+        scale=np.asarray(scale, dtype=np.float64),
+        coef=np.asarray(model.coef_, dtype=np.float64),
+        intercept=np.asarray(model.intercept_, dtype=np.float64),
+        contradict_threshold=t_con,
+        support_threshold=t_sup,
+    )
+
+
+def runtime_probabilities(
+    first: np.ndarray, full: np.ndarray, settle: float, t_con: float, t_sup: float, rows: Sequence[Row]
+) -> np.ndarray:
+    """Each row's probabilities as the judge gets them: the first round's, when they settle the
+    request (as :func:`guardrail.judges.decision.settled` rules), else both rounds'; a support ruled
+    out (:func:`guardrail.judges.decision.support_conflicts`) has its probability set to 0, which
+    :func:`labels` then never reads as supported."""
+    from guardrail.judges.decision import support_conflicts
+
+    x_first = np.vstack([r.first for r in rows])
+    x_full = np.vstack([r.full for r in rows])
+    first = first.copy()
+    full = full.copy()
+    first[support_conflicts(x_first), 0] = 0.0
+    full[support_conflicts(x_full), 0] = 0.0
+    settled = (first[:, 0] >= max(settle, t_sup)) | (first[:, 1] >= max(settle, t_con))
+    return np.where(settled[:, None], first, full)
+
+
+def labels(p: np.ndarray, t_con: float, t_sup: float) -> np.ndarray:
+    """Decide as :func:`guardrail.judges.decision.decide` does: 0 supported, 1 contradicted, 2 not_found."""
+    out = np.full(len(p), 2)
+    sup = p[:, 0] >= t_sup
+    out[sup] = 0
+    con = (p[:, 1] >= t_con) & (p[:, 1] >= p[:, 0])
+    out[con] = 1
+    return out
+
+
+def figures(rows: Sequence[Row], pred: np.ndarray) -> dict[str, Any]:
+    """The figures the thresholds are chosen by (and the record shows)."""
+    gold = np.asarray([r.gold for r in rows])
+    sets = np.asarray([r.dataset for r in rows])
+    out: dict[str, Any] = {}
+    bal = []
+    for name in ("wice", "attributionbench", "climate_fever", "fever_symmetric"):
+        m = sets == name
+        if not m.any():
+            continue
+        pos = gold[m] == 0
+        hit = pred[m] == 0
+        tpr = float((pos & hit).sum() / max(1, pos.sum()))
+        tnr = float((~pos & ~hit).sum() / max(1, (~pos).sum()))
+        out[f"{name}_balanced_accuracy"] = round((tpr + tnr) / 2, 4)
+        bal.append((tpr + tnr) / 2)
+    cf = np.isin(sets, ["climate_fever", "fever_symmetric"])
+    tp = int(((pred == 1) & (gold == 1) & cf).sum())
+    predicted = int(((pred == 1) & cf).sum())
+    actual = int(((gold == 1) & cf).sum())
+    out["contradicted_precision"] = round(tp / predicted, 4) if predicted else None
+    out["contradicted_recall"] = round(tp / max(1, actual), 4)
+    out["contradicted_predicted"] = predicted
+    supported = (gold == 0) & np.isin(sets, ["wice", "climate_fever", "fever_symmetric"])
+    out["supported_read_contradicted"] = round(float((pred[supported] == 1).mean()), 4) if supported.any() else 0.0
+    refuted = (gold == 1) & cf
+    out["refuted_read_supported"] = round(float((pred[refuted] == 0).mean()), 4) if refuted.any() else 0.0
+    cross = sets == "cross_claim"
+    out["cross_claim_supported"] = round(float((pred[cross] == 0).mean()), 4) if cross.any() else 0.0
+    out["mean_balanced_accuracy"] = round(float(np.mean(bal)), 4) if bal else 0.0
+    return out
+
+
+GRID = [round(x, 3) for x in np.arange(0.30, 0.96, 0.025)] + [0.96, 0.97, 0.98, 0.99]
+
+
+def choose_thresholds(
+    first: np.ndarray, full: np.ndarray, rows: Sequence[Row], settle: float, precision: float
+) -> tuple[float, float, dict]:
+    """The contradiction and support thresholds for ``rows`` given their probabilities after the
+    first round and after both (see the module doc)."""
+    best_con = 1.01  # none reaches the floor: never contradicted (the record says so)
+    for t in GRID:
+        f = figures(rows, labels(runtime_probabilities(first, full, settle, t, 0.5, rows), t, 0.5))
+        ok = (f["contradicted_precision"] or 0) >= precision and f["contradicted_predicted"] >= 5
+        if ok and f["supported_read_contradicted"] <= 0.03:
+            best_con = t
+            break
+    best_sup, best_score = 0.95, -1.0
+    for t in GRID:
+        f = figures(rows, labels(runtime_probabilities(first, full, settle, best_con, t, rows), best_con, t))
+        if f["refuted_read_supported"] > 0.05 or f["cross_claim_supported"] > 0.02:
+            continue
+        if f["mean_balanced_accuracy"] > best_score:
+            best_sup, best_score = t, f["mean_balanced_accuracy"]
+    p = runtime_probabilities(first, full, settle, best_con, best_sup, rows)
+    return best_con, best_sup, figures(rows, labels(p, best_con, best_sup))
+
+
+def fold_of(claim: str, folds: int) -> int:
+    """A claim's cross-validation fold (every row of one claim in the same fold)."""
+    return int(hashlib.sha256(claim.strip().lower().encode("utf-8")).hexdigest()[:8], 16) % folds
+
+
+def out_of_fold(rows: Sequence[Row], c: float, folds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's probabilities (first round, both rounds) from a classifier fitted without its fold."""
+    first = np.zeros((len(rows), 3))
+    full = np.zeros((len(rows), 3))
+    fold = np.asarray([fold_of(r.claim, folds) for r in rows])
+    for k in range(folds):
+        train = [r for r, f in zip(rows, fold, strict=True) if f != k]
+        test = np.where(fold == k)[0]
+        mean, scale, model = fit(train, c)
+        d = to_decision(mean, scale, model, 0.5, 0.5)
+        first[test] = d.probabilities(np.vstack([rows[i].first for i in test]))
+        full[test] = d.probabilities(np.vstack([rows[i].full for i in test]))
+    return first, full
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry (see the module docstring)."""
+    root = Path(__file__).resolve().parents[1]
+    p = argparse.ArgumentParser(prog="python -m training.fit_decision", description=__doc__.split("\n")[0])
+    p.add_argument("--model", type=Path, default=root / "guardrail" / "judges" / "model")
+    p.add_argument("--data", type=Path, default=root.parent / "shared" / "data")
+    p.add_argument("--cache", type=Path, default=root / "artifacts" / "fit")
+    p.add_argument("--precision", type=float, default=0.85, help="contradicted precision floor, cross-validated")
+    p.add_argument("--c-grid", default="0.03,0.1,0.3,1,3")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds, by claim, over fit + tune")
+    p.add_argument("--no-synthetic", dest="synthetic", action="store_false", help="real pairs only")
+    p.add_argument("--limit", type=int, default=None, help="first N tasks per set (smoke runs)")
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(root))
+    from guardrail.judges.local import LocalJudge, LocalJudgeConfig
+    from training import datasets as ds
+
+    config = LocalJudgeConfig()
+    judge = LocalJudge(model_path=args.model, config=config)
+    weights = (args.model / "model.safetensors").read_bytes()
+    digest = hashlib.sha256(weights).hexdigest()[:12]
+    args.cache.mkdir(parents=True, exist_ok=True)
+    recorded: dict[str, dict[str, list[Any]]] = {}
+    tasks: dict[str, dict[str, list[Any]]] = {}
+    t0 = time.time()
+    for part in ("fit", "tune"):
+        tasks[part] = dict(ds.bench_tasks(args.data, part))
+        if args.synthetic:
+            tasks[part]["synthetic"] = synthetic_tasks(args.data, part)
+        if args.limit:
+            tasks[part] = {k: v[: args.limit] for k, v in tasks[part].items()}
+        recorded[part] = {}
+        for name, items in tasks[part].items():
+            cache = args.cache / f"{part}_{name}_{digest}_{args.limit or 'all'}.pkl"
+            if cache.is_file():
+                recorded[part][name] = pickle.loads(cache.read_bytes())
+            else:
+                recorded[part][name] = record(judge, items)
+                cache.write_bytes(pickle.dumps(recorded[part][name]))
+        print(f"{part}: { ({k: len(v) for k, v in tasks[part].items()}) } recorded ({time.time() - t0:.0f} s)")
+    fit_rows = rows_of(recorded["fit"], tasks["fit"])
+    tune_rows = rows_of(recorded["tune"], tasks["tune"])
+    rows = fit_rows + tune_rows
+    results = []
+    for c in [float(x) for x in args.c_grid.split(",")]:
+        first, full = out_of_fold(rows, c, args.folds)
+        t_con, t_sup, cv_figures = choose_thresholds(first, full, rows, config.settle, args.precision)
+        score = cv_figures["mean_balanced_accuracy"] + 0.5 * cv_figures["contradicted_recall"]
+        print(f"C={c}: thresholds contradicted {t_con} supported {t_sup}; cross-validated {json.dumps(cv_figures)}")
+        results.append((score, c, t_con, t_sup, cv_figures))
+    score, c, t_con, t_sup, cv_figures = max(results, key=lambda r: r[0])
+    mean, scale, model = fit(rows, c)
+    decision = to_decision(mean, scale, model, t_con, t_sup)
+    (args.model / "decision.json").write_text(json.dumps(decision.to_dict(), indent=1) + "\n")
+    record_out = {
+        "command": "python -m training.fit_decision " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "weights_sha256_12": digest,
+        "rows": {
+            "fit": dict(Counter(r.dataset for r in fit_rows)),
+            "tune": dict(Counter(r.dataset for r in tune_rows)),
+        },
+        "classes": dict(Counter(("supported", "contradicted", "not_found")[r.gold] for r in rows)),
+        "folds": args.folds,
+        "chosen": {"C": c, "contradicted": t_con, "supported": t_sup, "settle": config.settle},
+        "grid": [{"C": r[1], "contradicted": r[2], "supported": r[3], "cross_validated": r[4]} for r in results],
+        "cross_validated": cv_figures,
+        "largest_coefficients": _largest(decision),
+    }
+    (args.model / "decision_record.json").write_text(json.dumps(record_out, indent=1) + "\n")
+    print(f"chosen C={c}, contradicted >= {t_con}, supported >= {t_sup}: cross-validated {json.dumps(cv_figures)}")
+    print(f"wrote {args.model / 'decision.json'}")
+    return 0
+
+
+def _largest(decision: Any, n: int = 8) -> dict[str, list[tuple[str, float]]]:
+    """The features each class leans on most (standardised coefficients), for the record."""
+    from guardrail.judges.decision import LABELS
+
+    out = {}
+    for k, name in enumerate(LABELS):
+        order = np.argsort(-np.abs(decision.coef[k]))[:n]
+        out[name] = [(decision.features[i], round(float(decision.coef[k][i]), 3)) for i in order]
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
