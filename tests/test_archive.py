@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from guardrail import Label, Settings, VerdictKind, Verifier, build_verifier
+from guardrail import Label, Policy, Settings, VerdictKind, Verifier, apply_policy, build_verifier
 from guardrail.apps.demo import article
 from guardrail.archive import WaybackArchive, raw_snapshot_url, wayback_timestamp
 from guardrail.fetch.direct import DirectFetcher
@@ -150,6 +150,23 @@ def test_one_lookup_per_unique_url_per_run_and_the_answer_date_is_asked_for(
     report = v.verify_answer(answer, answer_date=date(2024, 5, 1))
     assert report.claims[0].verdicts[0].archived_url == wayback.snapshot_url(dead)
     assert wayback.asked == [(dead, "20240501000000")]
+
+
+def test_repair_points_a_dead_reference_at_its_archived_copy(origin: FixtureServer, wayback: FakeWayback) -> None:
+    dead, live = origin.url("/alder"), origin.url("/live")
+    wayback.archive(dead, SUPPORTS)
+    answer = f"{CLAIM} [1] Tomatoes need sunlight [2].\n\n[1]: {dead}\n[2]: {live}\n"
+    guarded = apply_policy(verifier(origin, wayback).verify_answer(answer), Policy.preset("repair"), "html")
+    assert f"[1]: {wayback.snapshot_url(dead)}\n[2]: {live}\n" in guarded.text
+    assert '[1] <span class="citation-verdict citation-verdict--archived-copy" title="The Alder River' in guarded.text
+    assert [(r.why.value, r.old_citation, r.new_citation) for r in guarded.repairs] == [("archived_copy", "[1]", "[1]")]
+    # A support weaker than the policy's min_confidence mends nothing: the reference stays as written.
+    report = verifier(origin, wayback).verify_answer(answer)
+    claim = report.claims[0]
+    weak = claim.model_copy(update={"verdicts": [claim.verdicts[0].model_copy(update={"confidence": 0.4})]})
+    report = report.model_copy(update={"claims": [weak, *report.claims[1:]]})
+    guarded = apply_policy(report, Policy(repair=True, min_confidence=0.5))
+    assert guarded.repairs == [] and f"[1]: {dead}\n" in guarded.text
 
 
 def test_wayback_helpers() -> None:
