@@ -9,9 +9,13 @@ from datetime import date, datetime, timezone
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from guardrail import Label, Policy, Settings, VerdictKind, Verifier, apply_policy, build_verifier
+from guardrail.apps.batch.engine import arun_batch
+from guardrail.apps.batch.rows import row_from_data
 from guardrail.apps.demo import article
+from guardrail.apps.server import create_app
 from guardrail.archive import WaybackArchive, raw_snapshot_url, wayback_timestamp
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.runtime import build_archive
@@ -150,6 +154,38 @@ def test_one_lookup_per_unique_url_per_run_and_the_answer_date_is_asked_for(
     report = v.verify_answer(answer, answer_date=date(2024, 5, 1))
     assert report.claims[0].verdicts[0].archived_url == wayback.snapshot_url(dead)
     assert wayback.asked == [(dead, "20240501000000")]
+
+
+async def test_a_batch_run_looks_each_dead_link_up_once(origin: FixtureServer, wayback: FakeWayback) -> None:
+    dead = origin.url("/alder")
+    wayback.archive(dead, SUPPORTS)
+    rows = [
+        row_from_data(1, {"id": "a", "claim": CLAIM, "urls": [dead]}),
+        row_from_data(2, {"id": "b", "answer": f"{CLAIM} [1]", "sources": [dead]}),
+        row_from_data(3, {"id": "c", "claim": CLAIM, "urls": [dead], "date": "2020-01-02T03:04:05Z"}),
+    ]
+    results, _ = await arun_batch(rows, verifier(origin, wayback), concurrency=2)
+    assert [r.verdicts()[0][2].reason for r in results] == ["archived_copy"] * 3
+    # One lookup for the rows without a date (now), one for the dated row.
+    assert len(wayback.asked) == 2 and (dead, "20200102030405") in wayback.asked
+    csv_row = results[0].citation_rows()[0]
+    assert (csv_row.archived_url, csv_row.archived_at) == (wayback.snapshot_url(dead), "2013-09-19T04:46:12+00:00")
+
+
+def test_the_service_guards_with_archived_copies(origin: FixtureServer, wayback: FakeWayback) -> None:
+    dead = origin.url("/alder")
+    wayback.archive(dead, SUPPORTS)
+    answer = f"{CLAIM} ([notes]({dead}))"
+    with TestClient(create_app(verifier=verifier(origin, wayback))) as client:
+        body = client.post("/v1/guard", json={"answer": answer, "policy": "repair"}).json()
+        plain = client.post("/v1/guard", json={"answer": answer}).json()
+    assert body["text"] == f"{CLAIM} ([notes]({wayback.snapshot_url(dead)}) 🗄 archived copy)"
+    assert [(r["why"], r["old_url"], r["new_url"]) for r in body["repairs"]] == [
+        ("archived_copy", dead, wayback.snapshot_url(dead))
+    ]
+    # Without repair the verdict is the copy's (supported), the link as written, nothing mended.
+    assert plain["text"] == answer and plain["repairs"] == []
+    assert plain["report"]["claims"][0]["verdicts"][0]["reason"] == "archived_copy"
 
 
 def test_repair_points_a_dead_reference_at_its_archived_copy(origin: FixtureServer, wayback: FakeWayback) -> None:

@@ -10,6 +10,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from guardrail import AnswerStream, Label, Policy, Settings, Verifier, apply_policy
+from guardrail.apps.batch.engine import arun_batch
+from guardrail.apps.batch.report import render_html
+from guardrail.apps.batch.rows import row_from_data
+from guardrail.apps.batch.summary import summarize
 from guardrail.core.repair import plan_repairs
 from tests.fakes import HashEmbedder, OverlapJudge
 from tests.fixtures.server import FixtureServer
@@ -148,6 +152,19 @@ async def test_a_stream_repairs_piece_by_piece(pages: FixtureServer) -> None:
     stream = AnswerStream(make(), sources(pages), policy=Policy.preset("repair"))
     text = "".join([piece.text async for piece in stream.pieces(chunks())])
     assert text == f"{CAMERON} [2]. {WATER} [1] ↪ citation corrected. "
+
+
+async def test_a_batch_report_shows_repairs_as_their_own_kind_with_counts(pages: FixtureServer) -> None:
+    rows = [row_from_data(1, {"id": "r1", "answer": f"{CAMERON} [2]. {WATER} [2].", "sources": sources(pages)})]
+    results, _ = await arun_batch(rows, make(suggest=True))
+    summary = summarize(results)
+    assert summary.repairs == {"archived_copy": 0, "repointed": 1}
+    assert "repairs=0 archived_copy, 1 repointed" in summary.lines()
+    line = results[0].citation_rows()[1]
+    assert (line.repair, line.repaired_to) == ("repointed", "[1]")
+    page = render_html(results, summary)
+    assert page.count('class="citation-verdict citation-verdict--repointed"') == 2  # in the answer and the table
+    assert "Repairs (1)" in page
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "html"])
