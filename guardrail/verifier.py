@@ -363,6 +363,8 @@ class Verifier:
         probe = [ClaimTask(text[i], evs) for i, evs in wanted.items()]
         passages, _ = await self._cpu.run(self._read_sources, probe, fetched.pages)
         readable = {i: kept for i, evs in wanted.items() if (kept := [ev for ev in evs if ev in passages])}
+        if not readable:
+            return claims  # nothing at hand could be read
         chosen = await self._choose(text, readable, passages, budget)
         order = list(chosen)
         # The sources were read above (each page's passages, once): judged as they are.

@@ -175,3 +175,10 @@ def test_repair_badges_render_in_both_formats(pages: FixtureServer, fmt: str) ->
         assert '[1] <span class="citation-verdict citation-verdict--repointed" title="' in text
     else:
         assert text == f"{WATER} [1] ↪ citation corrected."
+
+
+def test_other_sources_that_cannot_be_read_suggest_nothing(pages: FixtureServer) -> None:
+    judge = OverlapJudge()
+    gone = [pages.url("/titanic"), pages.url("/gone-404"), pages.url("/soft-404")]
+    report = make(judge).verify_answer(f"{WATER} [1].", gone, suggest=True)
+    assert report.claims[0].suggested_citations == [] and [len(call) for call in judge.calls] == [1]
