@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from guardrail.archive import Archive, WaybackArchive
 from guardrail.core.extract import (
     ExtractedAnswer,
     Source,
@@ -21,10 +22,12 @@ from guardrail.core.policy import (
     apply_policy,
     render_badge,
 )
+from guardrail.core.repair import Repair, plan_repairs
 from guardrail.core.report import merge_reports
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
+    ArchivedSnapshot,
     CitationRef,
     ClaimReport,
     FetchedPage,
@@ -33,7 +36,9 @@ from guardrail.core.schema import (
     Label,
     Reason,
     Reference,
+    RepairKind,
     SourceInfo,
+    SuggestedCitation,
     TextReport,
     UrlVerdict,
     VerdictKind,
@@ -65,6 +70,8 @@ __all__ = [
     "AnswerReport",
     "AnswerStream",
     "AppliedAction",
+    "Archive",
+    "ArchivedSnapshot",
     "Badges",
     "ChatPrompt",
     "CheckGroundingRequest",
@@ -96,6 +103,8 @@ __all__ = [
     "PromptedJudge",
     "Reason",
     "Reference",
+    "Repair",
+    "RepairKind",
     "RetryPolicy",
     "Runtime",
     "Settings",
@@ -104,11 +113,13 @@ __all__ = [
     "StageObserver",
     "StageSpan",
     "StreamPiece",
+    "SuggestedCitation",
     "TextReport",
     "UrlVerdict",
     "VerdictAnswer",
     "VerdictKind",
     "Verifier",
+    "WaybackArchive",
     "acheck_grounding",
     "apply_policy",
     "build_runtime",
@@ -119,6 +130,7 @@ __all__ = [
     "needs_grounding",
     "normalize_sources",
     "observing",
+    "plan_repairs",
     "render_badge",
     "stream_cut",
 ]

@@ -1,4 +1,4 @@
-"""Stage observers: let a framework's tracer see the verifier's stages (fetch, judge) as runs.
+"""Stage observers: let a framework's tracer see the verifier's stages (fetch, archive, judge) as runs.
 
 The verifier reports each fetch and judge call to the observer of the current context, set with
 :func:`observing` (a context variable: the tasks and worker threads started in that context see

@@ -21,6 +21,9 @@ ray`` (each actor)              (``--no-cache``)                            rows
 "on" is ``GUARDRAIL_CACHE`` / ``GUARDRAIL_AUDIT_DB`` when set (``off`` turns it off), else the user
 cache folder; "as the settings say" is the variable when set, else no store. Every verifier fetches
 each page once per answer and per in-flight fetch (:class:`~guardrail.fetch.once.FetchOnce`).
+Archived copies of dead links are looked up only when asked for, by every caller alike
+(``archive="wayback"``, else ``GUARDRAIL_ARCHIVE``; :mod:`guardrail.archive`): this is the one
+place the archive stage is built.
 An unusable page cache is skipped with a warning (it only saves time), and one found damaged
 mid-run is given up with one warning; an unusable audit store raises
 :class:`~guardrail.store.StoreError` (the caller asked for a record), unless ``defer_audit_errors``
@@ -37,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from guardrail.archive import Archive, WaybackArchive
 from guardrail.fetch.base import Fetcher
 from guardrail.judges.base import Judge
 from guardrail.retrieval import Embedder
@@ -47,7 +51,7 @@ from guardrail.verifier import Recorder, Verifier
 
 log = logging.getLogger("guardrail")
 
-__all__ = ["AUDIT_BUSY_TIMEOUT", "Runtime", "StoreChoice", "build_runtime", "build_verifier"]
+__all__ = ["AUDIT_BUSY_TIMEOUT", "ArchiveChoice", "Runtime", "StoreChoice", "build_runtime", "build_verifier"]
 
 AUDIT_BUSY_TIMEOUT = 2.0
 """Seconds one audit write waits for another process's lock before the writer retries it later
@@ -56,6 +60,12 @@ AUDIT_BUSY_TIMEOUT = 2.0
 StoreChoice = bool | None | str | os.PathLike[str]
 """Which store to open: ``None`` as the settings say (unset: none), ``True`` the settings' or the
 default file, ``False`` none, or a path."""
+
+
+ArchiveChoice = Archive | str | bool | None
+"""Which archive dead links are looked up in: ``None`` as the settings say (``GUARDRAIL_ARCHIVE``,
+unset: none), ``"wayback"`` (or ``True``) the Wayback Machine at ``GUARDRAIL_WAYBACK_URL``,
+``False`` / ``"off"`` none, or an :class:`~guardrail.archive.Archive` of your own."""
 
 
 @dataclass
@@ -97,14 +107,16 @@ def build_runtime(
     on_audit: Callable[[int], None] | None = None,
     defer_audit_errors: bool = False,
     audit_flush_timeout: float = 5.0,
+    archive: ArchiveChoice = None,
 ) -> Runtime:
     """A verifier wired from ``settings`` (default: the environment) with the stores asked for
     (see the module's table). ``fetcher``, ``embedder`` and ``judge`` replace the settings' ones;
     ``recorders`` see every decision; ``on_audit`` is told each audit row id as it is written.
     ``defer_audit_errors`` keeps an audit store that cannot be opened (its rows wait and are
     retried) instead of raising StoreError; ``audit_flush_timeout`` is how long :meth:`Runtime.close`
-    waits for queued audit rows."""
+    waits for queued audit rows; ``archive`` where dead links are looked up (:data:`ArchiveChoice`)."""
     settings = settings or Settings.from_env()
+    archive_stage = build_archive(archive, settings)
     page_cache = _open_cache(resolve_path_choice(cache, settings.cache_path, default_cache_path()), settings)
     audit_path = resolve_path_choice(audit, settings.audit_path, default_audit_path())
     writer = _audit_writer(audit_path, on_audit, defer_audit_errors)
@@ -121,6 +133,7 @@ def build_runtime(
             recorders=all_recorders,
             page_store=page_cache,
             batch_judge_calls=batch_judge_calls,
+            archive=archive_stage,
         )
     except BaseException:
         for store in (page_cache, audit_store):
@@ -145,6 +158,7 @@ def build_verifier(
     embedder: Embedder | None = None,
     judge: Judge | None = None,
     recorders: Sequence[Recorder] = (),
+    archive: ArchiveChoice = None,
 ) -> Verifier:
     """:func:`build_runtime`'s verifier; its :meth:`~guardrail.verifier.Verifier.close` closes the
     stores it opened."""
@@ -157,7 +171,26 @@ def build_verifier(
         embedder=embedder,
         judge=judge,
         recorders=recorders,
+        archive=archive,
     ).verifier
+
+
+def build_archive(choice: ArchiveChoice, settings: Settings) -> Archive | None:
+    """The archive stage a :data:`ArchiveChoice` names (ValueError for an unknown name)."""
+    if choice is None:
+        choice = settings.archive or False
+    if choice is True:
+        choice = "wayback"
+    if choice is False:
+        return None
+    if isinstance(choice, str):
+        name = choice.strip().lower()
+        if name in ("", "off", "none"):
+            return None
+        if name != "wayback":
+            raise ValueError(f"unknown archive {choice!r}; choose wayback (or off)")
+        return WaybackArchive.from_settings(settings)
+    return choice
 
 
 def resolve_path_choice(choice: StoreChoice, setting: Path | None, default: Path) -> Path | None:

@@ -23,6 +23,8 @@ from pydantic_settings import (
 )
 
 JudgeName = Literal["local", "openai", "anthropic", "ollama"]
+ArchiveName = Literal["wayback"]
+"""The archives a dead link can be looked up in (``GUARDRAIL_ARCHIVE``)."""
 
 DEFAULT_MAX_BYTES = 5_000_000
 """The default cap on a fetched body, decoded (``GUARDRAIL_MAX_BYTES``)."""
@@ -41,6 +43,13 @@ DEFAULT_HOST_CONCURRENCY = 4
 """Requests in flight to one host, by default (``GUARDRAIL_HOST_CONCURRENCY``)."""
 DEFAULT_HOST_RATE = 5.0
 """Requests per second to one host after a burst of as many, by default (``GUARDRAIL_HOST_RATE``)."""
+DEFAULT_WAYBACK_URL = "https://archive.org"
+"""Where the Wayback Machine's availability API is asked (``GUARDRAIL_WAYBACK_URL``)."""
+DEFAULT_ARCHIVE_TIMEOUT = 10.0
+"""Seconds one archive lookup may take (``GUARDRAIL_ARCHIVE_TIMEOUT``); then the link stays dead."""
+DEFAULT_SUGGEST_BUDGET = 12
+"""Most (claim, other source) pairs judged per answer to suggest citations (``GUARDRAIL_SUGGEST_BUDGET``)."""
+_OFF = frozenset({"", "off", "none", "no", "0", "false"})
 
 
 class ConfigurationError(ValueError):
@@ -129,11 +138,32 @@ class Settings(BaseSettings):
     audit_wait: float = _env(
         "GUARDRAIL_AUDIT_WAIT", "CLI: seconds to wait at the end for audit rows held up", default=30.0, ge=0
     )
+    archive: ArchiveName | None = _env(
+        "GUARDRAIL_ARCHIVE", "wayback: look dead links up in the Wayback Machine (it sees their URLs)", default=None
+    )
+    wayback_url: str = _env("GUARDRAIL_WAYBACK_URL", "the Wayback Machine's base URL", default=DEFAULT_WAYBACK_URL)
+    archive_timeout: float = _env(
+        "GUARDRAIL_ARCHIVE_TIMEOUT", "seconds per archive lookup", default=DEFAULT_ARCHIVE_TIMEOUT, gt=0
+    )
+    suggest: bool = _env(
+        "GUARDRAIL_SUGGEST", "check failing claims against the other sources at hand (1/0)", default=False
+    )
+    suggest_budget: int = _env(
+        "GUARDRAIL_SUGGEST_BUDGET", "(claim, other source) pairs per answer", default=DEFAULT_SUGGEST_BUDGET, ge=0
+    )
 
     @field_validator("judge", mode="before")
     @classmethod
     def _judge_name(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("archive", mode="before")
+    @classmethod
+    def _archive_name(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return None if value in _OFF else value
+        return value
 
     @field_validator("api_key")
     @classmethod

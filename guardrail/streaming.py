@@ -54,7 +54,7 @@ from guardrail.core.report import merge_reports
 from guardrail.core.schema import AnswerReport
 from guardrail.fetch.once import PageMemo
 from guardrail.limits import check_text
-from guardrail.verifier import Verifier
+from guardrail.verifier import AnswerDate, Verifier
 
 __all__ = ["AnswerStream", "StreamPiece", "merge_reports"]
 
@@ -89,6 +89,10 @@ class AnswerStream:
     as soon as a piece is released; only judging queues, in order. By default (None) an
     in-process judge (``name == "local"``, CPU-bound) judges one piece at a time, so the first
     sentence is not slowed down by the ones after it; remote judges (I/O-bound) get no limit.
+
+    A repairing ``policy`` has each piece's failing claims checked against the other sources at
+    hand (the ``sources``, the piece's own citations) and mends what it can; ``answer_date`` picks
+    a dead link's archived copy when the verifier looks dead links up.
     """
 
     def __init__(
@@ -102,6 +106,7 @@ class AnswerStream:
         cite_unmarked: bool | None = None,
         memo: PageMemo | None = None,
         concurrency: int | None = None,
+        answer_date: AnswerDate = None,
     ) -> None:
         if fmt not in ("markdown", "html"):
             raise ValueError(f"unknown format {fmt!r}; choose markdown or html")
@@ -112,6 +117,7 @@ class AnswerStream:
         self.url_key = url_key
         self.cite_unmarked = cite_unmarked
         self.memo = memo
+        self.answer_date = answer_date
         if concurrency is not None and concurrency < 0:
             raise ValueError("concurrency must be >= 0 (0: no limit)")
         self.concurrency = concurrency
@@ -186,7 +192,13 @@ class AnswerStream:
             await self.verifier.aprefetch(urls, memo)
         async with gate or contextlib.nullcontext():
             report = await self.verifier.averify_answer(
-                piece, self.sources, memo=memo, url_key=self.url_key, cite_unmarked=cite_unmarked
+                piece,
+                self.sources,
+                memo=memo,
+                url_key=self.url_key,
+                cite_unmarked=cite_unmarked,
+                answer_date=self.answer_date,
+                suggest=True if self.policy.repair else None,
             )
         # Raising is decided by pieces(), so the exception can carry the whole stream's report.
         policy = self.policy.model_copy(update={"raise_on_block": False}) if self.policy.raise_on_block else self.policy

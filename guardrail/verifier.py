@@ -1,6 +1,7 @@
 """The orchestrator: the only module that knows the order of the stages.
 
-extract -> fetch -> interpret -> passages -> retrieve -> judge -> quote guard -> aggregate
+extract -> fetch (-> archive, for dead links when an archive is given) -> interpret -> passages
+-> retrieve -> judge -> quote guard -> aggregate (-> suggestions, for failing claims when asked)
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from datetime import date, datetime, time, timezone
+from typing import Any, TypeVar
 
+from guardrail.archive import Archive
 from guardrail.bridges import CpuGate, run_sync
 from guardrail.core.aggregate import aggregate_claim, aggregate_text
-from guardrail.core.extract import extract_claims, normalize_sources
+from guardrail.core.extract import ExtractedAnswer, Source, extract_claims, normalize_sources
 from guardrail.core.interpret import interpret
 from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import apply_quote_guard
@@ -22,6 +25,7 @@ from guardrail.core.report import assemble_report
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
+    ArchivedSnapshot,
     CitationRef,
     ClaimReport,
     FetchedPage,
@@ -29,13 +33,16 @@ from guardrail.core.schema import (
     JudgeVerdict,
     Label,
     Reason,
+    SuggestedCitation,
     TextReport,
     UrlVerdict,
+    VerdictKind,
+    verdict_kind,
 )
 from guardrail.core.text import normalize_text
 from guardrail.fetch import fetcher_from_settings
 from guardrail.fetch.base import Fetcher, PageStore
-from guardrail.fetch.once import FetchOnce, PageMemo
+from guardrail.fetch.once import FetchOnce, PageMemo, page_key
 from guardrail.judges import judge_from_settings
 from guardrail.judges.base import Judge
 from guardrail.judges.batching import BatchingJudge
@@ -98,6 +105,33 @@ class DecisionRecord:
 
 Recorder = Callable[[DecisionRecord], None]
 
+AnswerDate = datetime | date | None
+"""When an answer was written: the archive's snapshot closest to it is used for a dead link (a
+date means its midnight UTC, a naive datetime UTC); None: now."""
+
+_FAILING = frozenset({Label.not_found, Label.contradicted, Label.unreachable})
+"""A claim's overall labels that ask for suggested citations: its own citations do not back it."""
+_NOT_ARCHIVED = frozenset({Reason.blocked_address.value, Reason.invalid_url.value})
+"""Dead links never sent to an archive: a private address is nobody else's business, and a URL
+that is not one cannot have been archived."""
+
+
+@dataclass(frozen=True)
+class _Archived:
+    """A dead link read from the archive: the snapshot, and what the cited URL itself gave."""
+
+    snapshot: ArchivedSnapshot
+    original: FetchedPage
+
+
+@dataclass(frozen=True)
+class _Pages:
+    """The pages of a call, by URL as cited (a dead link read from the archive: its snapshot),
+    and the dead links that were."""
+
+    pages: dict[str, FetchedPage]
+    archived: dict[str, _Archived] = field(default_factory=dict)
+
 
 def _title_of(evidence: Evidence, pages: dict[str, FetchedPage]) -> str | None:
     """The title of a cited page or fact, which the judge reads as the passages' topic."""
@@ -114,7 +148,10 @@ class Verifier:
     is built from ``settings`` (default: the environment), the judge lazily on first use. The
     fetcher always sits behind one :class:`~guardrail.fetch.once.FetchOnce` (each page fetched
     once per answer and per in-flight fetch; ``page_store`` keeps pages between calls).
-    ``batch_judge_calls`` queues concurrent judge calls into one (a service). Stores and other
+    ``batch_judge_calls`` queues concurrent judge calls into one (a service). ``archive`` (off
+    unless given: :func:`guardrail.runtime.build_verifier` gives one for ``GUARDRAIL_ARCHIVE``) is
+    asked for a snapshot of each dead link, which is then fetched and judged in its place (see
+    :mod:`guardrail.archive`). Stores and other
     resources handed to :meth:`on_close` are closed by :meth:`close`.
     :func:`guardrail.runtime.build_verifier` is the usual way to build one with its stores.
 
@@ -136,6 +173,7 @@ class Verifier:
         recorders: Sequence[Recorder] = (),
         page_store: PageStore | None = None,
         batch_judge_calls: bool = False,
+        archive: Archive | None = None,
     ) -> None:
         settings = settings or Settings.from_env()
         if allow_private_hosts is not None:
@@ -159,6 +197,7 @@ class Verifier:
         self._judge = BatchingJudge(judge) if judge is not None and batch_judge_calls else judge
         self._judge_resolved = judge is not None
         self.recorders = list(recorders)
+        self.archive = archive
         self._closers: list[Callable[[], None]] = []
         self._cpu = CpuGate()
 
@@ -197,35 +236,43 @@ class Verifier:
 
     # -- public entry points -------------------------------------------------
 
-    async def averify(self, claim: str, urls: Sequence[str], *, memo: PageMemo | None = None) -> ClaimReport:
+    async def averify(
+        self, claim: str, urls: Sequence[str], *, memo: PageMemo | None = None, answer_date: AnswerDate = None
+    ) -> ClaimReport:
         """Verify one claim against each cited URL; one verdict per unique URL, in order.
         ``urls`` is a list: a single string raises ``TypeError`` (it would be read as its characters).
-        Pass a ``memo`` to share fetches across calls (see :meth:`averify_many`)."""
+        Pass a ``memo`` to share fetches across calls (see :meth:`averify_many`); ``answer_date``
+        picks the archived copy of a dead link (see :data:`AnswerDate`)."""
         if isinstance(urls, (str, bytes)):
             raise TypeError("urls must be a list of URLs, not a single string")
-        reports = await self.averify_many([ClaimTask(claim=claim, evidence=list(urls))], memo=memo)
+        reports = await self.averify_many(
+            [ClaimTask(claim=claim, evidence=list(urls))], memo=memo, answer_date=answer_date
+        )
         return reports[0]
 
-    def verify(self, claim: str, urls: Sequence[str]) -> ClaimReport:
+    def verify(self, claim: str, urls: Sequence[str], *, answer_date: AnswerDate = None) -> ClaimReport:
         """Synchronous :meth:`averify`."""
-        return run_sync(lambda: self.averify(claim, urls))
+        return run_sync(lambda: self.averify(claim, urls, answer_date=answer_date))
 
-    async def averify_many(self, tasks: Sequence[ClaimTask], memo: PageMemo | None = None) -> list[ClaimReport]:
+    async def averify_many(
+        self, tasks: Sequence[ClaimTask], memo: PageMemo | None = None, *, answer_date: AnswerDate = None
+    ) -> list[ClaimReport]:
         """Verify many claims at once: every unique URL fetched once, all passages embedded
         in one batch, all (claim, source) pairs judged in one judge call."""
         checked = [self._check_task(task, f"tasks[{n}]" if len(tasks) > 1 else "") for n, task in enumerate(tasks)]
         self._check_work(checked)
-        return await self._verify_checked(checked, memo)
+        return await self._verify_checked(checked, memo, answer_date)
 
-    async def _verify_checked(self, checked: Sequence[ClaimTask], memo: PageMemo | None) -> list[ClaimReport]:
+    async def _verify_checked(
+        self, checked: Sequence[ClaimTask], memo: PageMemo | None, answer_date: AnswerDate = None
+    ) -> list[ClaimReport]:
         memo = memo or PageMemo()
         urls = list(dict.fromkeys(e for task in checked for e in task.evidence if isinstance(e, str)))
-        pages = await self._fetch(urls, memo)
-        return await self._judge_tasks(checked, pages)
+        return await self._judge_tasks(checked, await self._gather(urls, memo, answer_date))
 
-    def verify_many(self, tasks: Sequence[ClaimTask]) -> list[ClaimReport]:
+    def verify_many(self, tasks: Sequence[ClaimTask], *, answer_date: AnswerDate = None) -> list[ClaimReport]:
         """Synchronous :meth:`averify_many`."""
-        return run_sync(lambda: self.averify_many(tasks))
+        return run_sync(lambda: self.averify_many(tasks, answer_date=answer_date))
 
     async def aprefetch(self, urls: Sequence[str], memo: PageMemo) -> None:
         """Fetch ``urls`` into ``memo`` now (each once), so that later calls given the same memo
@@ -240,6 +287,8 @@ class Verifier:
         memo: PageMemo | None = None,
         url_key: str | None = None,
         cite_unmarked: bool | None = None,
+        answer_date: AnswerDate = None,
+        suggest: bool | None = None,
     ) -> AnswerReport:
         """Verify a whole answer: extract its claims and citations (:func:`guardrail.core.extract.extract_claims`),
         fetch every unique URL once, judge all claims together, and report.
@@ -251,7 +300,15 @@ class Verifier:
         ``sources`` resolve ``[n]`` markers and back answers without markers; a source with only
         text is checked as a :class:`Fact`.
         Pass a ``memo`` to share fetches across calls (a streaming guard verifying chunk by chunk).
-        Bad ``sources`` raise ``TypeError``/``ValueError`` naming the index.
+        Bad ``sources`` raise ``TypeError``/``ValueError`` naming the index. ``answer_date`` picks
+        the archived copy of a dead link (see :data:`AnswerDate`).
+
+        ``suggest`` (default ``GUARDRAIL_SUGGEST``, off; a repairing policy asks for it): each
+        claim its own citations do not back (``not_found``, ``contradicted``, ``unreachable``) is
+        also checked against the other sources at hand - the answer's other citations and
+        reference entries, and ``sources`` - at most ``GUARDRAIL_SUGGEST_BUDGET`` (claim, source)
+        pairs per answer, the likeliest first; those that support it are its
+        ``suggested_citations``, best first. Claims that pass cost nothing more.
         """
         self._check_answer(answer, sources, url_key)
         extracted = await self._cpu.run(
@@ -263,7 +320,7 @@ class Verifier:
         check_count(self.settings, "max_urls", "unique URLs", len(task_urls | set(link_urls)))
         memo = memo or PageMemo()
         reports, link_pages = await asyncio.gather(
-            self.averify_many(plan.tasks, memo=memo) if plan.tasks else _nothing(),
+            self.averify_many(plan.tasks, memo=memo, answer_date=answer_date) if plan.tasks else _nothing(),
             self._fetch(link_urls, memo) if link_urls else _nothing_fetched(),
         )
         claims = []
@@ -279,6 +336,10 @@ class Verifier:
                 update = {"verdicts": verdicts, "overall": outcome.label, "reason": outcome.reason}
                 claim = claim.model_copy(update={**update, "missing_parts": outcome.missing_parts})
             claims.append(claim)
+        if self.settings.suggest if suggest is None else suggest:
+            used = _Used(urls=task_urls | set(link_urls), pairs=sum(len(t.evidence) for t in plan.tasks))
+            pool = _CandidatePool.of(extracted, normalize_sources(sources, url_key=url_key))
+            claims = await self._suggest(claims, pool, memo, answer_date, used)
         return assemble_report(
             answer,
             claims,
@@ -287,6 +348,80 @@ class Verifier:
             references_end=extracted.references_end,
             sources=extracted.sources,
         )
+
+    async def _suggest(
+        self, claims: list[AnswerClaim], pool: _CandidatePool, memo: PageMemo, answer_date: AnswerDate, used: _Used
+    ) -> list[AnswerClaim]:
+        """``claims`` with the suggested citations of those their own citations do not back: the
+        other sources at hand, within the work limits and the suggestion budget (see
+        :meth:`averify_answer`)."""
+        budget = min(self.settings.suggest_budget, self.settings.max_checks - used.pairs)
+        wanted = {
+            i: pool.others(claim)
+            for i, claim in enumerate(claims)
+            if claim.grounding_check_required and claim.verdicts and claim.overall in _FAILING
+        }
+        # Pages not fetched yet count against the call's URL limit: past it they are not tried.
+        new = [u for u in dict.fromkeys(ev for evs in wanted.values() for ev in evs if isinstance(ev, str))]
+        new = [u for u in new if u not in used.urls]
+        over = set(new[max(0, self.settings.max_urls - len(used.urls)) :])
+        wanted = {i: kept for i, evs in wanted.items() if (kept := [ev for ev in evs if ev not in over])}
+        if not wanted or budget <= 0:
+            return claims
+        text = {i: claims[i].plain_text or claims[i].text for i in wanted}
+        urls = list(dict.fromkeys(ev for evs in wanted.values() for ev in evs if isinstance(ev, str)))
+        fetched = await self._gather(urls, memo, answer_date)
+        probe = [ClaimTask(text[i], evs) for i, evs in wanted.items()]
+        passages, _ = await self._cpu.run(self._read_sources, probe, fetched.pages)
+        readable = {i: kept for i, evs in wanted.items() if (kept := [ev for ev in evs if ev in passages])}
+        if not readable:
+            return claims  # nothing at hand could be read
+        chosen = await self._choose(text, readable, passages, budget)
+        order = list(chosen)
+        # The sources were read above (each page's passages, once): judged as they are.
+        reports = await self._judge_tasks([ClaimTask(text[i], chosen[i]) for i in order], fetched, (passages, {}))
+        out = list(claims)
+        for i, report in zip(order, reports, strict=True):
+            backers = [
+                pool.suggestion(ev, verdict)
+                for ev, verdict in zip(chosen[i], report.citations, strict=True)
+                if verdict.label == Label.supported
+            ]
+            if backers:
+                backers.sort(key=lambda s: -s.verdict.confidence)  # stable: the pool's order on ties
+                out[i] = out[i].model_copy(update={"suggested_citations": backers})
+        return out
+
+    async def _choose(
+        self,
+        text: dict[int, str],
+        readable: dict[int, list[Evidence]],
+        passages: dict[Evidence, list[str]],
+        budget: int,
+    ) -> dict[int, list[Evidence]]:
+        """The (claim, source) pairs to judge for suggestions: all of them when they fit the
+        budget; else each claim's sources ranked by their passages' best similarity to it, taken in
+        turns (every claim's likeliest first), up to the budget."""
+        if sum(len(evs) for evs in readable.values()) <= budget:
+            return readable
+        ids = list(readable)
+        sources = list(dict.fromkeys(ev for evs in readable.values() for ev in evs))
+        ranked = readable
+        try:
+            scores = await similarities(
+                self.embedder, [normalize_text(text[i]) for i in ids], [passages[ev] for ev in sources]
+            )
+            best = {ev: matrix.max(axis=1) for ev, matrix in zip(sources, scores, strict=True)}
+            ranked = {i: _by_score(evs, best, n) for n, (i, evs) in enumerate(readable.items())}
+        except Exception:
+            log.exception("internal error: ranking the other sources for suggestions failed; taken in order")
+        chosen: dict[int, list[Evidence]] = {i: [] for i in ids}
+        for turn in range(max(len(evs) for evs in ranked.values())):
+            for i, evs in ranked.items():
+                if turn < len(evs) and budget > 0:
+                    chosen[i].append(evs[turn])
+                    budget -= 1
+        return {i: evs for i, evs in chosen.items() if evs}
 
     def _check_answer(self, answer: object, sources: Sequence[object] | None, url_key: str | None) -> None:
         """TypeError/ValueError naming what is wrong with an answer or its sources, before any work."""
@@ -319,10 +454,20 @@ class Verifier:
         memo: PageMemo | None = None,
         url_key: str | None = None,
         cite_unmarked: bool | None = None,
+        answer_date: AnswerDate = None,
+        suggest: bool | None = None,
     ) -> AnswerReport:
         """Synchronous :meth:`averify_answer`."""
         return run_sync(
-            lambda: self.averify_answer(answer, sources, memo=memo, url_key=url_key, cite_unmarked=cite_unmarked)
+            lambda: self.averify_answer(
+                answer,
+                sources,
+                memo=memo,
+                url_key=url_key,
+                cite_unmarked=cite_unmarked,
+                answer_date=answer_date,
+                suggest=suggest,
+            )
         )
 
     async def averify_texts(
@@ -429,8 +574,63 @@ class Verifier:
             "fetch", lambda: {"urls": list(urls)}, lambda: self.fetcher.fetch_all(urls, memo), _describe_pages
         )
 
-    async def _judge_tasks(self, tasks: Sequence[ClaimTask], pages: dict[str, FetchedPage]) -> list[ClaimReport]:
-        source_passages, decided = await self._cpu.run(self._read_sources, tasks, pages)
+    async def _gather(self, urls: Sequence[str], memo: PageMemo, answer_date: AnswerDate) -> _Pages:
+        """The pages of ``urls``; with an archive, each dead link's snapshot in its place when the
+        archive holds a readable one (looked up once per URL and date per memo, fetched like any
+        cited page: SSRF guard, caps, politeness, page cache)."""
+        pages = await self._fetch(urls, memo)
+        if self.archive is None:
+            return _Pages(pages)
+        dead = [u for u in urls if _worth_archiving(pages[u])]
+        if not dead:
+            return _Pages(pages)
+        archive = self.archive
+        snapshots = await observed(
+            "archive",
+            lambda: {"archive": archive.name, "urls": dead},
+            lambda: self._lookups(archive, dead, memo, answer_date),
+            lambda found: {"snapshots": [s.model_dump(mode="json") if s else None for s in found]},
+        )
+        found = {u: snap for u, snap in zip(dead, snapshots, strict=True) if snap is not None}
+        if not found:
+            return _Pages(pages)
+        copies = await self._fetch(list(dict.fromkeys(snap.raw_url for snap in found.values())), memo)
+        merged, archived = dict(pages), {}
+        for url, snap in found.items():
+            copy = copies[snap.raw_url]
+            if not interpret(copy).usable:
+                log.info("the archived copy of %s cannot be read (%s); the link stays dead", url, copy.reason)
+                continue
+            # Keyed and named by the URL cited, so every verdict and record speaks of the citation.
+            merged[url] = copy.model_copy(update={"url": url, "final_url": copy.final_url or snap.raw_url})
+            archived[url] = _Archived(snap, pages[url])
+        return _Pages(merged, archived)
+
+    @staticmethod
+    async def _lookups(
+        archive: Archive, urls: Sequence[str], memo: PageMemo, answer_date: AnswerDate
+    ) -> list[ArchivedSnapshot | None]:
+        """The archive's snapshot of each URL, asked once per URL and date per memo."""
+        when, key = _archive_moment(answer_date)
+        futures = []
+        for url in urls:
+            future = memo.lookups.get((page_key(url), key))
+            if future is None:
+                future = memo.lookups[(page_key(url), key)] = asyncio.ensure_future(_lookup(archive, url, when))
+            futures.append(future)
+        # shield: a caller cancelled mid-lookup leaves it to the others citing the URL.
+        return list(await asyncio.gather(*(asyncio.shield(f) for f in futures)))
+
+    async def _judge_tasks(
+        self,
+        tasks: Sequence[ClaimTask],
+        fetched: _Pages,
+        read: tuple[dict[Evidence, list[str]], dict[Evidence, UrlVerdict]] | None = None,
+    ) -> list[ClaimReport]:
+        """Judge every task against its evidence; ``read``: the sources already read (passages,
+        decided verdicts) when the caller has them."""
+        pages = fetched.pages
+        source_passages, decided = read if read is not None else await self._cpu.run(self._read_sources, tasks, pages)
         # What the embedder and the judge see: the claims normalised like the passages (reports keep them as given).
         seen = [ClaimTask(normalize_text(t.claim), t.evidence, t.settle_at) for t in tasks]
         pairs: list[tuple[int, Evidence]] = [
@@ -456,7 +656,8 @@ class Verifier:
             )
             for n, (i, ev) in enumerate(pairs):
                 guarded = apply_quote_guard(verdicts[n], shown[n])
-                judged[(i, ev)] = (self._source_verdict(ev, pages, guarded), shown[n])
+                archived = fetched.archived.get(ev) if isinstance(ev, str) else None
+                judged[(i, ev)] = (self._source_verdict(ev, pages, guarded, archived), shown[n])
 
         reports: list[ClaimReport] = []
         for i, task in enumerate(tasks):
@@ -557,7 +758,9 @@ class Verifier:
             ]
 
     @staticmethod
-    def _source_verdict(ev: Evidence, pages: dict[str, FetchedPage], verdict: JudgeVerdict) -> UrlVerdict:
+    def _source_verdict(
+        ev: Evidence, pages: dict[str, FetchedPage], verdict: JudgeVerdict, archived: _Archived | None = None
+    ) -> UrlVerdict:
         label = Label(verdict.label)
         if isinstance(ev, Fact):
             return UrlVerdict(
@@ -570,17 +773,21 @@ class Verifier:
                 missing_parts=verdict.missing_parts,
             )
         page = pages[ev]
+        # A dead link judged on its archived copy: where the citation itself led, and the copy.
+        origin = archived.original if archived is not None else page
         return UrlVerdict(
             url=ev,
             label=label,
             evidence_quote=verdict.evidence_quote,
             confidence=verdict.confidence,
-            final_url=page.final_url,
-            original_status=page.original_status,
+            final_url=origin.final_url,
+            original_status=origin.original_status,
             rid=page.rid,
-            reason=verdict.reason,
+            reason=verdict.reason or (Reason.archived_copy.value if archived is not None else None),
             supported_parts=verdict.supported_parts,
             missing_parts=verdict.missing_parts,
+            archived_url=archived.snapshot.url if archived is not None else None,
+            archived_at=archived.snapshot.archived_at if archived is not None else None,
         )
 
     def _record(
@@ -609,6 +816,44 @@ class Verifier:
                 recorder(record)
             except Exception:
                 log.exception("audit recorder failed")
+
+
+def _by_score(evidence: list[Evidence], best: dict[Evidence, Any], row: int) -> list[Evidence]:
+    """``evidence`` by its best passage's similarity to claim ``row``, highest first (stable)."""
+    return sorted(evidence, key=lambda ev: -float(best[ev][row]))
+
+
+def _worth_archiving(page: FetchedPage) -> bool:
+    """Whether a fetched page is a dead link worth asking an archive about (see ``_NOT_ARCHIVED``)."""
+    assessment = interpret(page)
+    return (
+        assessment.label == Label.unreachable
+        and verdict_kind(Label.unreachable, assessment.reason) == VerdictKind.dead_link
+        and assessment.reason not in _NOT_ARCHIVED
+    )
+
+
+def _archive_moment(answer_date: AnswerDate) -> tuple[datetime, str]:
+    """The moment to ask the archive about (UTC), and the memo's key for it ('' for now: one
+    lookup per URL in a run without dates)."""
+    if answer_date is None:
+        return datetime.now(timezone.utc), ""
+    if isinstance(answer_date, datetime):
+        moment = answer_date if answer_date.tzinfo is not None else answer_date.replace(tzinfo=timezone.utc)
+    else:
+        moment = datetime.combine(answer_date, time(), tzinfo=timezone.utc)
+    moment = moment.astimezone(timezone.utc)
+    return moment, moment.isoformat()
+
+
+async def _lookup(archive: Archive, url: str, when: datetime) -> ArchivedSnapshot | None:
+    """``archive.lookup``, where an archive that raises (it should answer None) is a failure of
+    our own code: logged with its traceback, and the link stays dead."""
+    try:
+        return await archive.lookup(url, when)
+    except Exception:
+        log.exception("internal error in archive %s looking up %s", getattr(archive, "name", archive), url)
+        return None
 
 
 def _describe_pages(pages: dict[str, FetchedPage]) -> dict[str, object]:
@@ -686,6 +931,74 @@ def _text_sentences(text: str, limit: int | None) -> list[str]:
         step = (len(sentences) - 1) / (limit - 1)
         sentences = [sentences[round(i * step)] for i in range(limit)]
     return sentences
+
+
+@dataclass(frozen=True)
+class _Used:
+    """What an answer's own citations already take of the call's work limits."""
+
+    urls: set[str]
+    pairs: int
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A source at hand for suggestions, and how the answer can cite it."""
+
+    evidence: Evidence
+    marker: str | None
+    source_index: int | None
+
+
+@dataclass
+class _CandidatePool:
+    """The sources at hand in one answer, in the order they are offered: the ``sources`` passed
+    in, then the answer's citations, then its reference entries; each with its marker (``[n]``)
+    where the answer can cite it by one."""
+
+    candidates: dict[Evidence, _Candidate] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, extracted: ExtractedAnswer, sources: Sequence[Source]) -> _CandidatePool:
+        pool = cls()
+        labels = {r.label for r in extracted.references if r.label is not None}
+        for source in sources:
+            ev: Evidence | None = source.url.strip() if source.url else None
+            if ev is None and source.text and source.text.strip():
+                ev = Fact(text=source.text, source=f"fact:{source.index}")
+            # A number the answer's own references define is theirs, not the source's.
+            marker = None if str(source.index + 1) in labels else f"[{source.index + 1}]"
+            if ev is not None:
+                pool.add(ev, marker, source.index)
+        for claim in extracted.claims:
+            for ref in claim.citations:
+                ev = _citation_evidence(ref)
+                if ev is not None:
+                    pool.add(ev, f"[{ref.ref}]" if ref.kind == "numbered" and ref.ref else None, ref.source_index)
+        for entry in extracted.references:
+            if entry.url and entry.url.strip():
+                pool.add(entry.url.strip(), f"[{entry.label}]" if entry.label else None, None)
+        return pool
+
+    def add(self, ev: Evidence, marker: str | None, source_index: int | None) -> None:
+        known = self.candidates.get(ev)
+        if known is None:
+            self.candidates[ev] = _Candidate(ev, marker, source_index)
+        elif known.marker is None and marker is not None:
+            self.candidates[ev] = _Candidate(
+                ev, marker, known.source_index if known.source_index is not None else source_index
+            )
+
+    def others(self, claim: AnswerClaim) -> list[Evidence]:
+        """The sources at hand that ``claim`` does not cite itself."""
+        own = {_citation_evidence(ref) for ref in claim.citations}
+        return [ev for ev in self.candidates if ev not in own]
+
+    def suggestion(self, ev: Evidence, verdict: UrlVerdict) -> SuggestedCitation:
+        candidate = self.candidates[ev]
+        return SuggestedCitation(
+            source=verdict.url, marker=candidate.marker, source_index=candidate.source_index, verdict=verdict
+        )
 
 
 @dataclass

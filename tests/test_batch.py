@@ -710,3 +710,26 @@ def test_resume_after_killing_a_real_run(tmp_path: Path) -> None:
             ]
     finally:
         site.stop()
+
+
+def test_cli_batch_repair_reports_what_repair_would_mend(
+    tmp_path: Path, pages: FixtureServer, llm_env: dict[str, str]
+) -> None:
+    u = pages.url
+    answer = "Water boils at 100 degrees Celsius at sea level [2]."
+    path = write_jsonl(
+        tmp_path / "in.jsonl", [{"id": "a1", "answer": answer, "sources": [u("/boiling"), u("/tomatoes")]}]
+    )
+    out, html = tmp_path / "r.csv", tmp_path / "r.html"
+    args = ["batch", str(path), "--out", str(out), "--html", str(html), "--allow-private-hosts", "--fresh"]
+    plain = runner.invoke(app, args, env=llm_env)
+    assert plain.exit_code == 0, plain.output
+    assert "repairs=" not in plain.stdout
+    result = runner.invoke(app, [*args, "--repair"], env=llm_env)
+    assert result.exit_code == 0, result.output
+    assert "repairs=0 archived_copy, 1 repointed" in result.stdout.splitlines()
+    with out.open(newline="", encoding="utf-8") as fh:
+        assert [(r["label"], r["repair"], r["repaired_to"]) for r in csv.DictReader(fh)] == [
+            ("not_found", "repointed", "[1]")
+        ]
+    assert "Repairs (1)" in html.read_text(encoding="utf-8")

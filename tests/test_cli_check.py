@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 
 from guardrail.apps.cli import app
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
+from tests.fixtures.pages import BOILING
 from tests.fixtures.server import FixtureServer
+from tests.fixtures.wayback import FakeWayback
 
 runner = CliRunner()
 QUOTE = "pure water boils at 100 degrees Celsius"
@@ -207,3 +209,38 @@ def test_bad_input_exits_2(env: dict[str, str], tmp_path: Path) -> None:
     assert bad_policy.exit_code == 2
     bad_env = runner.invoke(app, ["check", "-"], input="Water boils.", env={**env, "GUARDRAIL_JUDGE": "nope"})
     assert bad_env.exit_code == 2 and "GUARDRAIL_JUDGE" in bad_env.stderr
+
+
+def test_check_policy_repair_re_points_a_misattributed_citation(
+    pages: FixtureServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    sources = write(tmp_path, "sources.json", json.dumps([pages.url("/boiling"), pages.url("/titanic")]))
+    path = write(tmp_path, "a.md", "Pure water boils at 100 degrees Celsius at sea level [2].\n")
+    args = ["check", str(path), "--sources", str(sources), "--allow-private-hosts"]
+    result = runner.invoke(app, [*args, "--policy", "repair"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "Pure water boils at 100 degrees Celsius at sea level [1] ↪ citation corrected.\n"
+    assert "repaired (repointed): [2] -> [1]" in result.stderr
+    plain = runner.invoke(app, args, env=env)  # the annotate preset: flagged, not moved
+    assert plain.stdout == "Pure water boils at 100 degrees Celsius at sea level [2] ⚠️ unverified.\n"
+
+
+def test_check_archive_wayback_reads_a_dead_link_from_its_snapshot(
+    pages: FixtureServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    dead = pages.url("/gone-404")
+    path = write(tmp_path, "a.md", f"Pure water boils at 100 degrees Celsius at sea level ({dead}).\n")
+    with FakeWayback() as wayback:
+        wayback.archive(dead, BOILING)
+        env = {**env, "GUARDRAIL_WAYBACK_URL": wayback.base}
+        args = ["check", str(path), "--allow-private-hosts", "--policy", "repair", "--answer-date", "2024-05-01"]
+        off = runner.invoke(app, args, env=env)
+        assert wayback.hits == {} and "⛔ dead link" in off.stdout  # off unless asked for
+        result = runner.invoke(app, [*args, "--archive", "wayback"], env=env)
+        assert result.exit_code == 0, result.output
+        assert result.stdout == (
+            f"Pure water boils at 100 degrees Celsius at sea level ({wayback.snapshot_url(dead)} 🗄 archived copy).\n"
+        )
+        assert wayback.asked == [(dead, "20240501000000")]
+        bad = runner.invoke(app, [*args, "--archive", "nope"], env=env)
+        assert bad.exit_code == 2 and "--archive" in bad.stderr

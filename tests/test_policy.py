@@ -109,7 +109,8 @@ def test_bad_actions_are_rejected(value: Any, message: str) -> None:
 
 
 def test_presets() -> None:
-    assert set(POLICY_PRESETS) == {"annotate", "default", "strip", "block", "strict"}
+    assert set(POLICY_PRESETS) == {"annotate", "default", "strip", "block", "strict", "repair"}
+    assert Policy.preset("repair") == Policy(repair=True)
     assert all(Policy.preset("annotate").actions_for(label) == {Action.annotate} for label in Label)
     assert Policy.preset("default") == Policy()
     assert Policy.preset("strict") == Policy.strict()

@@ -61,7 +61,7 @@ def test_supported_contradicted_and_unreachable(fetcher: StaticFetcher) -> None:
 def test_json_shape_is_exactly_the_documented_one(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     data = v.verify(CLAIM, ["https://a.example/boiling"]).model_dump(mode="json")
-    assert set(data) == {"claim", "overall", "citations", "reason", "missing_parts"}
+    assert set(data) == {"claim", "overall", "citations", "reason", "missing_parts", "suggested_citations"}
     assert set(data["citations"][0]) == {
         "url",
         "label",
@@ -74,6 +74,8 @@ def test_json_shape_is_exactly_the_documented_one(fetcher: StaticFetcher) -> Non
         "kind",
         "supported_parts",
         "missing_parts",
+        "archived_url",
+        "archived_at",
     }
     assert data["overall"] == "supported"
     assert data["citations"][0]["kind"] == "supported"

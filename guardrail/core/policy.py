@@ -35,6 +35,17 @@ A marker at a paragraph's end also covers the sentences before it (``inherited``
 is removed only when every sentence's verdict for it says strip; its badge follows the sentence
 that carries it, and a covered sentence whose verdict differs gets its own badge at its end.
 
+Repair (``Policy(repair=True)`` on any preset, or the ``repair`` preset): before the actions, the
+citations :func:`guardrail.core.repair.plan_repairs` can mend are mended - a dead link whose
+archived copy supports its claim points at the archived URL (a link's or URL's target changes; a
+marker's reference entry does) with the ``🗄 archived copy`` badge, and a citation that does not
+back its claim is re-pointed to a suggested source that does (``[2]`` becomes ``[1]``, a link gets
+the other URL) with the ``↪ citation corrected`` badge. A mended citation then takes the actions of
+its new verdict (``supported``: kept); everything else is as without repair.
+``GuardedAnswer.repairs`` lists each change (claim span, old and new citation, why). The verifier
+finds suggestions only when asked (``averify_answer(..., suggest=True)``), which the apps do for a
+repairing policy.
+
 Streaming: :func:`guardrail.core.extract.stream_cut` says which prefix of a growing answer is final;
 verify that chunk alone (``Verifier.averify_answer(chunk, sources, memo=memo)``) and pass its
 report here. Every edit stays inside the chunk, so guarded chunks concatenate to the guarded
@@ -52,6 +63,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from guardrail.core.aggregate import aggregate
+from guardrail.core.repair import LINK_KINDS, Repair, plan_repairs
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
@@ -59,6 +71,7 @@ from guardrail.core.schema import (
     Label,
     Reason,
     Reference,
+    RepairKind,
     UrlVerdict,
     VerdictKind,
     overall_kind,
@@ -75,6 +88,7 @@ __all__ = [
     "GuardedAnswer",
     "OutputFormat",
     "Policy",
+    "Repair",
     "apply_policy",
     "render_badge",
     "render_unsafe_badge",
@@ -127,7 +141,8 @@ def _parse_actions(value: Any) -> frozenset[Action]:
 
 class Badges(BaseModel):
     """The badge text for each label (``annotate``); ``unreachable`` is the dead-link badge and
-    ``could_not_check`` the one for pages that did not answer now and for failures of our own."""
+    ``could_not_check`` the one for pages that did not answer now and for failures of our own;
+    ``archived_copy`` and ``repointed`` mark the citations a repairing policy mended."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -137,17 +152,23 @@ class Badges(BaseModel):
     unreachable: str = "⛔ dead link"
     could_not_check: str = "⚠ could not check"
     unsafe_link: str = "⛔ unsafe link"
+    archived_copy: str = "🗄 archived copy"
+    repointed: str = "↪ citation corrected"
 
     def for_label(self, label: Label) -> str:
         """The badge text for ``label`` (``unreachable``: the dead-link badge)."""
         return str(getattr(self, label.value))
 
-    def for_kind(self, kind: VerdictKind) -> str:
-        """The badge text for a :class:`~guardrail.core.schema.VerdictKind`."""
+    def for_kind(self, kind: VerdictKind | RepairKind) -> str:
+        """The badge text for a :class:`~guardrail.core.schema.VerdictKind` or a repair."""
         return str(getattr(self, _policy_field(kind)))
 
 
-def _policy_field(kind: VerdictKind) -> str:
+BadgeKind = VerdictKind | RepairKind
+"""What a badge says: how a verdict reads, or what a repair did."""
+
+
+def _policy_field(kind: BadgeKind) -> str:
     """The Policy/Badges field that speaks for ``kind`` (dead links: ``unreachable``)."""
     return "unreachable" if kind == VerdictKind.dead_link else kind.value
 
@@ -197,6 +218,11 @@ class Policy(BaseModel):
     min_confidence: float = Field(
         default=0.0, ge=0.0, le=1.0, description="Below it, supported/contradicted verdicts count as not_found."
     )
+    repair: bool = Field(
+        default=False,
+        description="Mend what can be mended first: dead links with a supporting archived copy, citations "
+        "with a suggested source (see the module docs).",
+    )
 
     def __init__(
         self,
@@ -211,6 +237,7 @@ class Policy(BaseModel):
         block_message: str = DEFAULT_BLOCK_MESSAGE,
         raise_on_block: bool = False,
         min_confidence: float = 0.0,
+        repair: bool = False,
     ) -> None:
         # An explicit signature so type checkers accept "strip+annotate" and lists, not only frozensets.
         super().__init__(
@@ -224,6 +251,7 @@ class Policy(BaseModel):
             block_message=block_message,
             raise_on_block=raise_on_block,
             min_confidence=min_confidence,
+            repair=repair,
         )
 
     @field_validator(
@@ -313,6 +341,9 @@ POLICY_PRESETS: dict[str, dict[str, Any]] = {
     },
     # The default, but a contradicted citation or an unsafe link blocks the answer (Policy.strict()).
     "strict": {"contradicted": Action.block, "unsafe_link": Action.block},
+    # The default, after mending what can be mended: dead links with a supporting archived copy,
+    # citations another source at hand backs (Policy(repair=True) does it on any preset).
+    "repair": {"repair": True},
 }
 """Named policies for the CLI (``--policy``) and :meth:`Policy.preset`."""
 
@@ -330,6 +361,9 @@ class AppliedAction(BaseModel):
     inherited: bool = False
     stripped: bool = Field(default=False, description="The citation was removed from the text.")
     badge: str | None = Field(default=None, description="The badge text inserted for it, if any.")
+    repair: RepairKind | None = Field(
+        default=None, description="How a repairing policy mended it; label and kind are then its new verdict's."
+    )
 
 
 class GuardedAnswer(BaseModel):
@@ -343,6 +377,9 @@ class GuardedAnswer(BaseModel):
     unsafe_links: list[UnsafeLink] = Field(
         default_factory=list, description="javascript:/data:/file:/vbscript: links found in the answer."
     )
+    repairs: list[Repair] = Field(
+        default_factory=list, description="Each citation a repairing policy mended (none when blocked)."
+    )
 
 
 class CitationBlocked(Exception):
@@ -355,15 +392,16 @@ class CitationBlocked(Exception):
 
 
 def render_badge(
-    label: Label | VerdictKind,
+    label: Label | VerdictKind | RepairKind,
     policy: Policy | None = None,
     fmt: OutputFormat = "markdown",
     title: str | None = None,
 ) -> str:
-    """The badge for ``label`` or a verdict kind: its text in markdown, or an HTML ``<span>`` whose
-    ``title`` is the evidence quote (class ``citation-verdict citation-verdict--<name>``, the name
-    being the label with ``-`` for ``_``, ``unreachable`` for dead links, ``could-not-check``)."""
-    kind = _as_kind(label)
+    """The badge for ``label``, a verdict kind or a repair: its text in markdown, or an HTML
+    ``<span>`` whose ``title`` is the evidence quote (class ``citation-verdict
+    citation-verdict--<name>``, the name being the label with ``-`` for ``_``, ``unreachable`` for
+    dead links, ``could-not-check``, ``archived-copy``, ``repointed``)."""
+    kind = label if isinstance(label, RepairKind) else _as_kind(label)
     text = (policy or Policy()).badges.for_kind(kind)
     if fmt == "markdown":
         return text
@@ -384,9 +422,10 @@ class _Use:
     claim: int
     cit: int
     ref: CitationRef
-    verdict: UrlVerdict
+    verdict: UrlVerdict  # the verdict acted on: a mended citation's new one
     actions: frozenset[Action]
     kind: VerdictKind  # how the policy treats the verdict (Policy.kind_for)
+    repair: Repair | None = None
 
 
 @dataclass
@@ -426,8 +465,8 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
     return _Application(report, policy or Policy(), fmt).run()
 
 
-BadgeSpec = tuple[VerdictKind, "str | None"]
-"""A badge to render: the verdict's kind and its title (the evidence quote or the reason)."""
+BadgeSpec = tuple[BadgeKind, "str | None"]
+"""A badge to render: the verdict's kind (or the repair's) and its title (the evidence quote or the reason)."""
 
 
 class _Application:
@@ -443,6 +482,11 @@ class _Application:
         self.claim_end_badges: dict[int, list[BadgeSpec]] = {}
         self.edits: list[_Edit] = []
         self.unsafe = find_unsafe_links(report.answer)
+        self.repairs: dict[tuple[int, int], Repair] = {}
+        if policy.repair:
+            planned = plan_repairs(report, lambda v: policy.label_for(v))
+            self.repairs = {(r.claim_index, r.citation_index): r for r in planned if _renderable(r, report, self.data)}
+        self.entry_urls: dict[str, tuple[str, str]] = {}  # reference label -> (old URL, archived URL)
 
     def run(self) -> GuardedAnswer:
         blocked = self._collect() or (bool(self.unsafe) and Action.block in self.policy.unsafe_link)
@@ -467,6 +511,7 @@ class _Application:
             actions=actions,
             format=self.fmt,
             unsafe_links=self.unsafe,
+            repairs=[] if blocked else list(self.repairs.values()),
         )
 
     def _collect(self) -> bool:
@@ -479,8 +524,11 @@ class _Application:
                 continue
             combined = claim.reason == Reason.combined_sources.value
             for j, (ref, verdict) in enumerate(zip(claim.citations, claim.verdicts, strict=True)):
+                repair = self.repairs.get((ci, j))
+                if repair is not None:
+                    verdict = repair.verdict  # mended: its new verdict's actions
                 kind = self.policy.kind_for(verdict, combined)
-                use = _Use(ci, j, ref, verdict, self.policy.actions_for(kind), kind)
+                use = _Use(ci, j, ref, verdict, self.policy.actions_for(kind), kind, repair)
                 self.applied[(ci, j)] = AppliedAction(
                     claim_index=ci,
                     citation_index=j,
@@ -490,6 +538,7 @@ class _Application:
                     url=ref.url,
                     marker=ref.marker,
                     inherited=ref.inherited,
+                    repair=repair.why if repair is not None else None,
                 )
                 if ref.kind == "source":
                     self.claim_sources.setdefault(ci, []).append(use)
@@ -512,44 +561,66 @@ class _Application:
         return render_badge(spec[0], self.policy, self.fmt, spec[1])
 
     def _site_edit(self, site: _Site) -> _Edit:
-        """What one citation span becomes: kept, stripped, badged, or a group split by verdict."""
+        """What one citation span becomes: kept, stripped, badged, mended, or a group split by verdict."""
         kept: list[str] = []
         badges: list[BadgeSpec] = []
-        item_badges: list[tuple[str, VerdictKind | None, str | None]] = []
+        item_badges: list[tuple[str, list[BadgeSpec]]] = []
+        renamed: dict[str, str] = {}
+        swap: tuple[str, str] | None = None
         for key, uses in site.items.items():
             strip = all(Action.strip in u.actions for u in uses)
-            badge = self._badge_uses(uses, strip)
-            if badge is not None:
-                badges.append(badge)
+            specs = self._badge_uses(uses, strip)
+            badges.extend(specs)
             if not strip:
                 kept.append(key)
-            item_badges.append((key, badge[0] if badge else None, badge[1] if badge else None))
+            item_badges.append((key, specs))
+            repair = next((u.repair for u in uses if u.repair is not None), None)
+            if repair is None or strip:
+                continue
+            if site.ref.kind in LINK_KINDS and repair.old_url and repair.new_url:
+                swap = (repair.old_url, repair.new_url)
+            elif repair.why == RepairKind.repointed:
+                renamed[key] = _label_of(repair.new_citation)
+                self.stripped_refs[renamed[key]] = False  # the entry it now cites stays
+            elif key and repair.old_url and repair.new_url:
+                self.entry_urls[key] = (repair.old_url, repair.new_url)
         all_stripped = len(kept) == 0
-        return _render_site(site, self.data, kept, item_badges, badges, all_stripped, self.policy, self.fmt)
+        shape = _Shape(kept, item_badges, badges, all_stripped, renamed, swap)
+        return _render_site(site, self.data, shape, self.policy, self.fmt)
 
-    def _badge_uses(self, uses: list[_Use], strip: bool) -> BadgeSpec | None:
-        """The badge shown at the span for one item (its own citation's verdict), and the
-        claim-end badges of covered sentences whose verdict differs from it."""
+    def _badge_uses(self, uses: list[_Use], strip: bool) -> list[BadgeSpec]:
+        """The badges shown at the span for one item (its own citation's repair and verdict), and
+        the claim-end badges of covered sentences whose verdict differs from it."""
         owner = next((u for u in uses if not u.ref.inherited), uses[0])
-        badge = (owner.kind, _title(owner.verdict)) if Action.annotate in owner.actions else None
+        specs: list[BadgeSpec] = []
+        if owner.repair is not None and not strip:
+            specs.append((owner.repair.why, _title(owner.verdict)))
+        if Action.annotate in owner.actions:
+            specs.append((owner.kind, _title(owner.verdict)))
         for u in uses:
-            self._note_ref(u.ref, strip)
+            # A re-pointed marker no longer cites its old entry.
+            self._note_ref(u.ref, strip or (u.repair is not None and u.repair.why == RepairKind.repointed))
             applied = self.applied[(u.claim, u.cit)]
             applied.stripped = strip
-            if u is owner and badge is not None:
-                applied.badge = self._badge(badge)
-            elif u.ref.inherited and Action.annotate in u.actions and (badge is None or badge[0] != u.kind):
+            if u is owner and specs:
+                applied.badge = " ".join(self._badge(spec) for spec in specs)
+            elif u.ref.inherited and Action.annotate in u.actions and owner.kind != u.kind:
                 spec = (u.kind, _title(u.verdict))
                 self.claim_end_badges.setdefault(u.claim, []).append(spec)
                 applied.badge = self._badge(spec)
-        return badge
+        return specs
 
     def _source_badges(self) -> None:
-        """Claims checked against sources passed in get one badge for the claim as a whole."""
+        """Claims checked against sources passed in get one badge for the claim as a whole (and one
+        for the sources read from their archived copies, under repair)."""
         for ci, uses in self.claim_sources.items():
             overall = self.policy.claim_kind(self.report.claims[ci])
             for u in uses:
                 self._note_ref(u.ref, Action.strip in u.actions)
+                if u.repair is not None:
+                    spec: BadgeSpec = (u.repair.why, _title(u.verdict))
+                    self.claim_end_badges.setdefault(ci, []).append(spec)
+                    self.applied[(u.claim, u.cit)].badge = self._badge(spec)
             if overall is None or Action.annotate not in self.policy.actions_for(overall):
                 continue
             same = [u.verdict for u in uses if u.kind == overall]
@@ -571,8 +642,11 @@ class _Application:
         """Reference entries whose every citation was stripped go, and the section once it is empty."""
         report, data = self.report, self.data
         for entry in report.references:
-            if self.stripped_refs.get(_entry_key(entry)):
+            key = _entry_key(entry)
+            if self.stripped_refs.get(key):
                 self.edits.append(_Edit(entry.start, entry.end, b""))
+            elif key in self.entry_urls:
+                self.edits.append(_swapped(entry, data, *self.entry_urls[key]))
         start, end = report.references_start, report.references_end
         if start is None or end is None:
             return
@@ -635,24 +709,57 @@ def _entry_key(entry: Reference) -> str:
 
 def _first_of_each_kind(specs: list[BadgeSpec]) -> list[BadgeSpec]:
     """One badge per kind: the first of each, in order of first appearance."""
-    first: dict[VerdictKind, BadgeSpec] = {}
+    first: dict[BadgeKind, BadgeSpec] = {}
     for spec in specs:
         first.setdefault(spec[0], spec)
     return list(first.values())
 
 
-def _render_site(
-    site: _Site,
-    data: bytes,
-    kept: list[str],
-    item_badges: list[tuple[str, VerdictKind | None, str | None]],
-    badges: list[tuple[VerdictKind, str | None]],
-    all_stripped: bool,
-    policy: Policy,
-    fmt: OutputFormat,
-) -> _Edit:
+def _label_of(marker: str) -> str:
+    """The label a marker writes: ``"[1]"`` -> ``"1"``, ``"[^note]"`` -> ``"note"``."""
+    return marker.strip().lstrip("^").strip("[]").lstrip("^")
+
+
+def _renderable(repair: Repair, report: AnswerReport, data: bytes) -> bool:
+    """Whether the policy can write ``repair`` into the answer: a link whose URL is in its own span
+    (not a reference-style link, whose definition other links may share), any marker."""
+    ref = report.claims[repair.claim_index].citations[repair.citation_index]
+    if ref.kind not in LINK_KINDS:
+        return True
+    return ref.url is not None and ref.url.encode("utf-8", "surrogatepass") in data[ref.start : ref.end]
+
+
+def _swapped(entry: Reference, data: bytes, old: str, new: str) -> _Edit:
+    """A reference entry with its URL replaced (a dead link pointed at its archived copy)."""
+    text = data[entry.start : entry.end].replace(old.encode("utf-8", "surrogatepass"), new.encode(), 1)
+    return _Edit(entry.start, entry.end, text)
+
+
+@dataclass
+class _Shape:
+    """What one citation span is to become: the items kept (by key), each item's badges, the
+    site's badges in order, and the repairs: items re-pointed (old key -> new) or a URL swapped."""
+
+    kept: list[str]
+    item_badges: list[tuple[str, list[BadgeSpec]]]
+    badges: list[BadgeSpec]
+    all_stripped: bool
+    renamed: dict[str, str] = field(default_factory=dict)
+    swap: tuple[str, str] | None = None
+
+
+def _marker_text(original: bytes, keys: list[str]) -> str:
+    """A numbered marker written like ``original`` (``[1, 2]``, ``^[1]``, ``[^1]``) with ``keys``."""
+    if original.startswith(b"[^"):
+        return "".join(f"[^{key}]" for key in keys)
+    caret = "^" if original.startswith(b"^") else ""
+    return f"{caret}[{', '.join(keys)}]"
+
+
+def _render_site(site: _Site, data: bytes, shape: _Shape, policy: Policy, fmt: OutputFormat) -> _Edit:
     ref = site.ref
     original = data[site.start : site.end]
+    badges, kept = shape.badges, shape.kept
     distinct = list(dict.fromkeys(label for label, _ in badges))
 
     def render(pairs: list[BadgeSpec]) -> str:
@@ -661,28 +768,30 @@ def _render_site(
     after = data[site.end : site.end + 1]
     # A badge must not run into what follows it ("[1] ✅ supported[2]").
     pad = " " if badges and after and after not in _CLOSERS else ""
+    keys = list(dict.fromkeys(shape.renamed.get(key, key) for key in kept))
     if ref.kind == "numbered" and len(site.items) > 1:
-        caret = "^" if original.startswith(b"^") else ""
-        labels = [label for _, label, _ in item_badges]
-        if len(distinct) > 1 or (badges and (None in labels or len(kept) < len(site.items))):
+        with_badges = [bool(specs) for _, specs in shape.item_badges]
+        if len(distinct) > 1 or (badges and (not all(with_badges) or len(kept) < len(site.items))):
             # Verdicts differ inside one group: split it so each badge follows its own number;
             # badges standing for removed numbers come first, so none seems to follow a kept one.
             removed, remaining = [], []
-            for key, label, title in item_badges:
-                badge = render_badge(label, policy, fmt, title) if label is not None else ""
+            for key, specs in shape.item_badges:
+                badge = render(specs)
                 if key in kept:
-                    remaining.append(f"{caret}[{key}] {badge}".strip())
+                    remaining.append(f"{_marker_text(original, [shape.renamed.get(key, key)])} {badge}".strip())
                 elif badge:
                     removed.append(badge)
-            parts = list(dict.fromkeys(removed)) + remaining
+            parts = list(dict.fromkeys(removed)) + list(dict.fromkeys(remaining))
             text = " ".join(parts)
             return _Edit(site.start, site.end, (text + pad if text else "").encode(), removal=not parts)
         body = (
             original.decode("utf-8", "surrogatepass")
-            if len(kept) == len(site.items)
-            else (f"{caret}[{', '.join(kept)}]" if kept else "")
+            if len(kept) == len(site.items) and not shape.renamed
+            else (_marker_text(original, keys) if kept else "")
         )
-    elif all_stripped:
+    elif ref.kind == "numbered" and shape.renamed and kept:
+        body = _marker_text(original, keys)
+    elif shape.all_stripped:
         # A link standing alone in parentheses is a citation, not words of the sentence: its
         # text goes with it ("([source](url))" leaves nothing, not "(source)").
         link_text = ref.link_text if ref.kind == "markdown_link" else None
@@ -690,6 +799,8 @@ def _render_site(
         body = link_text if link_text is not None and not alone else ""
     else:
         body = original.decode("utf-8", "surrogatepass")
+        if shape.swap is not None:
+            body = body.replace(shape.swap[0], shape.swap[1], 1)
     badge_text = render(badges)
     if badge_text:
         body = f"{body} {badge_text}{pad}" if body else badge_text + pad

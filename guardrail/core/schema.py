@@ -7,6 +7,7 @@ Nothing in this module imports from the rest of the package: every stage imports
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from enum import Enum
 from typing import Literal
 
@@ -60,6 +61,7 @@ class Reason(str, Enum):
     partially_supported = "partially_supported"
     combined_sources = "combined_sources"
     unsupported_language = "unsupported_language"
+    archived_copy = "archived_copy"
 
     def __str__(self) -> str:
         return self.value
@@ -99,6 +101,8 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     "back every part of it (each citation keeps its own verdict and supported_parts).",
     Reason.unsupported_language.value: "The claim or the page is not in English, which the embedded judge "
     "cannot read (an LLM judge can).",
+    Reason.archived_copy.value: "The cited page is gone (a dead link); the verdict is against the archive's "
+    "snapshot of it (archived_url, archived_at), looked up because archived copies were turned on.",
 }
 
 
@@ -271,12 +275,57 @@ class UrlVerdict(BaseModel):
     reason: str | None = None
     supported_parts: list[str] | None = _SUPPORTED_PARTS
     missing_parts: list[str] | None = _MISSING_PARTS
+    archived_url: str | None = Field(
+        default=None,
+        description="The archive's snapshot the verdict is against, when the cited page was gone.",
+    )
+    archived_at: datetime | None = Field(default=None, description="When that snapshot was taken (ISO 8601, UTC).")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def kind(self) -> VerdictKind:
         """How the verdict reads: a judged label, ``dead_link`` or ``could_not_check``."""
         return verdict_kind(self.label, self.reason)
+
+
+class SuggestedCitation(BaseModel):
+    """Another source at hand that backs a claim its own citations do not: another page the answer
+    cites, a source passed in, a chain's context document, a query engine's source node."""
+
+    source: str = Field(description="The source's URL, or 'fact:<n>' for the text of sources[n].")
+    marker: str | None = Field(
+        default=None, description="How the answer can cite it, e.g. '[1]' (None: only by its URL)."
+    )
+    source_index: int | None = Field(default=None, description="Its index in the sources passed in, if any.")
+    verdict: UrlVerdict = Field(description="The claim checked against it (supported).")
+
+
+_SUGGESTED: list[SuggestedCitation] = Field(
+    default_factory=list,
+    description="Other sources at hand that back the claim, best first, when its own citations do not "
+    "(only when suggestions were asked for).",
+)
+
+
+class ArchivedSnapshot(BaseModel):
+    """An archive's closest copy of a page that is gone, as the archive stage found it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str = Field(description="The snapshot as the archive shows it to readers.")
+    raw_url: str = Field(description="The page as archived, without the archive's own toolbar: what is fetched.")
+    archived_at: datetime = Field(description="When the snapshot was taken (UTC).")
+
+
+class RepairKind(str, Enum):
+    """What a repair did to a citation: pointed a dead link at the archive's copy, or pointed a
+    citation that does not back its claim at another source that does."""
+
+    archived_copy = "archived_copy"
+    repointed = "repointed"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class ClaimReport(BaseModel):
@@ -290,6 +339,7 @@ class ClaimReport(BaseModel):
     missing_parts: list[str] | None = Field(
         default=None, description="Parts of the claim that none of its cited pages backs (partially supported)."
     )
+    suggested_citations: list[SuggestedCitation] = _SUGGESTED
 
 
 CitationKind = Literal["markdown_link", "bare_url", "autolink", "numbered", "source"]
@@ -341,6 +391,7 @@ class AnswerClaim(BaseModel):
     missing_parts: list[str] | None = Field(
         default=None, description="Parts of the claim that none of its cited pages backs (partially supported)."
     )
+    suggested_citations: list[SuggestedCitation] = _SUGGESTED
 
 
 class Reference(BaseModel):

@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from guardrail.core.schema import FetchedPage, Reason
+from guardrail.core.schema import ArchivedSnapshot, FetchedPage, Reason
 from guardrail.fetch.base import Fetcher, PageStore
 from guardrail.settings import ConfigurationError
 
@@ -43,10 +43,14 @@ class PageMemo:
 
     ``limit`` bounds a memo that lives long (a batch run's, over many rows): past it, the pages
     used least recently are let go (a page still being fetched is kept), so memory stays flat
-    while a page cited by many neighbouring rows is still fetched once. None: every page is kept."""
+    while a page cited by many neighbouring rows is still fetched once. None: every page is kept.
+
+    ``lookups`` holds the archive lookups of the run (by page key and the date asked for), so a
+    dead link is looked up once per run however many claims cite it; they are small and kept."""
 
     tasks: dict[str, asyncio.Future[FetchedPage]] = field(default_factory=dict)
     limit: int | None = None
+    lookups: dict[tuple[str, str], asyncio.Future[ArchivedSnapshot | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:

@@ -56,9 +56,12 @@ async def _verify_row(verifier: Verifier, row: BatchRow, memo: PageMemo) -> RowR
     base: dict[str, Any] = {"id": row.id, "line": row.line, "kind": row.kind, "digest": row.digest}
     try:
         if row.claim is not None:
-            result = RowResult(**base, claim_report=await verifier.averify(row.claim, row.urls, memo=memo))
+            report = await verifier.averify(row.claim, row.urls, memo=memo, answer_date=row.date)
+            result = RowResult(**base, claim_report=report)
         elif row.answer is not None:
-            result = RowResult(**base, answer_report=await verifier.averify_answer(row.answer, row.sources, memo=memo))
+            # Suggestions (a repairing run) as the settings say: GUARDRAIL_SUGGEST, `batch --repair`.
+            answer = await verifier.averify_answer(row.answer, row.sources, memo=memo, answer_date=row.date)
+            result = RowResult(**base, answer_report=answer)
         else:
             raise ValueError(f"row {row.id} has neither a claim nor an answer")
         ours = [v.reason for _, _, v in result.verdicts() if v.reason in _OUR_FAILURES]

@@ -24,12 +24,14 @@ from markupsafe import Markup
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.summary import BatchSummary, format_precision
 from guardrail.core.policy import Badges, Policy, apply_policy, render_badge
-from guardrail.core.schema import AnswerReport, Label, UrlVerdict, VerdictKind
+from guardrail.core.schema import AnswerReport, Label, RepairKind, UrlVerdict, VerdictKind
 
 __all__ = ["Badge", "answer_parts", "render_html"]
 
 _SHOWN = Policy.preset("annotate").badges
 """The words on the badges: those of the policy that shows every verdict."""
+_BADGE_KINDS: tuple[VerdictKind | RepairKind, ...] = (*VerdictKind, *RepairKind)
+"""Every kind of badge: how a verdict reads, and what a repair did."""
 _BADGE_FIELDS = tuple(Badges.model_fields)
 _FIELD_NAMES = Badges(**{field: field for field in _BADGE_FIELDS})
 """Badges whose words are their own field names: ``for_kind`` says which badge a kind gets."""
@@ -46,24 +48,29 @@ class Badge:
     title: str | None = None
 
 
-def _badge(kind: VerdictKind, title: str | None) -> Badge:
+def _badge(kind: VerdictKind | RepairKind, title: str | None) -> Badge:
     name = _FIELD_NAMES.for_kind(kind).replace("_", "-")
     return Badge(name=name, text=_SHOWN.for_kind(kind), title=title or None)
 
 
 def answer_parts(report: AnswerReport) -> list[str | Badge]:
-    """The answer as the ``annotate`` policy shows it, cut into its own text (for the template to
-    escape) and the badges the policy put after its citations.
+    """The answer as the ``annotate`` policy shows it, repairs made (a dead link's archived copy, a
+    suggested source: their own badges), cut into its own text (for the template to escape) and
+    the badges the policy put after its citations.
 
     The policy writes its badges into the text as HTML. To tell exactly those from anything the
     answer wrote itself, their words are placeholders holding a nonce drawn now, after the answer
     and its pages were read: every badge string the policy can write for this report (one per kind
     and title) is then known in advance, and none of them can occur anywhere else in the text."""
     nonce = secrets.token_hex(16)
-    policy = Policy.preset("annotate", badges=Badges(**{f: f"\ue000{nonce}:{f}\ue001" for f in _BADGE_FIELDS}))
+    badges = Badges(**{f: f"\ue000{nonce}:{f}\ue001" for f in _BADGE_FIELDS})
+    policy = Policy.preset("annotate", badges=badges, repair=True)
     text = apply_policy(report, policy, "html").text
-    titles = {None} | {t for claim in report.claims for v in claim.verdicts for t in (v.evidence_quote, v.reason)}
-    known = {render_badge(kind, policy, "html", t): _badge(kind, t) for kind in VerdictKind for t in titles}
+    verdicts = [
+        v for claim in report.claims for v in (*claim.verdicts, *(s.verdict for s in claim.suggested_citations))
+    ]
+    titles = {None} | {t for v in verdicts for t in (v.evidence_quote, v.reason)}
+    known = {render_badge(kind, policy, "html", t): _badge(kind, t) for kind in _BADGE_KINDS for t in titles}
     parts: list[str | Badge] = []
     pos = 0
     for match in re.finditer("|".join(map(re.escape, known)), text):
@@ -112,6 +119,15 @@ class _Contradiction:
     claim: str
     url: str
     quote: str
+
+
+@dataclass(frozen=True)
+class _Repair:
+    row_id: str
+    claim: str
+    badge: Badge
+    old: str
+    new: str
 
 
 @dataclass(frozen=True)
@@ -179,6 +195,16 @@ def _contradictions(results: Sequence[RowResult]) -> list[_Contradiction]:
     ]
 
 
+def _repairs(results: Sequence[RowResult]) -> list[_Repair]:
+    return [
+        _Repair(r.id, repair.claim, _badge(repair.why, repair.verdict.evidence_quote), repair.old_citation, new)
+        for r in results
+        if r.error is None
+        for repair in r.repairs()
+        for new in [repair.new_url or repair.new_citation]
+    ]
+
+
 # -- rendering --------------------------------------------------------------------------------
 
 
@@ -224,6 +250,8 @@ def render_html(results: Sequence[RowResult], summary: BatchSummary, *, title: s
             label_bars=_bars(summary.labels, summary.citations, lambda name: f"fill--{name}"),
             reason_bars=_bars(summary.reasons, summary.citations, lambda name: ""),
             contradicted=_contradictions(results),
+            repairs=_repairs(results),
+            repair_bars=_bars(summary.repairs, sum(summary.repairs.values()), lambda name: f"repair-fill--{name}"),
             failed=[r for r in results if r.error is not None],
             rows=[_row(r) for r in ordered],
         )

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from guardrail.core.repair import Repair, plan_repairs
 from guardrail.core.schema import AnswerReport, ClaimReport, Label, UrlVerdict
 
 __all__ = ["CitationRow", "RowResult"]
@@ -28,6 +29,10 @@ class CitationRow(BaseModel):
     final_url: str = ""
     original_status: int | None = None
     rid: str = ""
+    archived_url: str = ""
+    archived_at: str = ""
+    repair: str = Field(default="", description="What the repair policy would do: archived_copy or repointed.")
+    repaired_to: str = Field(default="", description="The citation it would point to instead: a marker or a URL.")
     error: str = ""
 
 
@@ -51,10 +56,24 @@ class RowResult(BaseModel):
             return [(i, c.text, v) for i, c in enumerate(self.answer_report.claims) for v in c.verdicts]
         return []
 
+    def repairs(self) -> list[Repair]:
+        """What the repair policy would mend in this row's answer (none for a claim row)."""
+        return plan_repairs(self.answer_report) if self.answer_report is not None else []
+
     def citation_rows(self) -> list[CitationRow]:
         """The CSV lines of this row: one per citation (each with the row's error, if it failed);
         one line saying why when there is none."""
         rows = [self._citation(i, claim, v) for i, claim, v in self.verdicts()]
+        if self.answer_report is not None:
+            # verdicts() lists an answer's citations claim by claim, in order: number them again.
+            keys = [(i, j) for i, c in enumerate(self.answer_report.claims) for j in range(len(c.verdicts))]
+            mended = {(r.claim_index, r.citation_index): r for r in self.repairs()}
+            rows = [
+                row.model_copy(update={"repair": r.why.value, "repaired_to": r.new_citation})
+                if (r := mended.get(key)) is not None
+                else row
+                for row, key in zip(rows, keys, strict=True)
+            ]
         if self.error is not None:
             rows = [r.model_copy(update={"error": self.error}) for r in rows]
             return rows or [CitationRow(id=self.id, line=self.line, kind=self.kind, error=self.error)]
@@ -79,4 +98,6 @@ class RowResult(BaseModel):
             final_url=v.final_url or "",
             original_status=v.original_status,
             rid=v.rid or "",
+            archived_url=v.archived_url or "",
+            archived_at=v.archived_at.isoformat() if v.archived_at else "",
         )

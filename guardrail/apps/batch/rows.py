@@ -5,6 +5,9 @@ One JSON object per line (blank lines skipped)::
     {"id": "q1", "claim": "Water boils at 100 degrees Celsius.", "urls": ["https://..."]}
     {"id": "q2", "answer": "Water boils at 100 °C [1].", "sources": ["https://..."]}
 
+Either kind may carry ``"date"`` (ISO 8601: ``"2024-05-01"``, ``"2024-05-01T12:00:00Z"``): when
+the answer was written, so a run looking dead links up in an archive takes the copy closest to it.
+
 ``id`` (a string or an integer; default: the line number) must be unique. Each (claim, URL)
 pair is one citation: a ``claim`` row gives one per unique URL, an ``answer`` row one per
 citation of each of its claims (:meth:`Verifier.averify_answer
@@ -19,6 +22,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +50,7 @@ class BatchRow(BaseModel):
     urls: list[str] = Field(default_factory=list)
     answer: str | None = None
     sources: list[Any] | None = None
+    date: datetime | None = Field(default=None, description="When the answer was written (UTC), if given.")
     digest: str = Field(description="sha256 of the row's content: a changed row is verified again.")
 
 
@@ -63,6 +68,24 @@ def _row_id(data: dict[str, Any], line: int) -> str:
     return row_id
 
 
+def _row_date(data: dict[str, Any]) -> tuple[datetime | None, dict[str, Any]]:
+    """The row's ``date`` (UTC), and what it adds to the digest (nothing when absent, so the
+    checkpoints of rows without one stay valid)."""
+    raw = data.get("date")
+    if raw is None:
+        return None, {}
+    if not isinstance(raw, str):
+        raise ValueError("'date' must be an ISO 8601 string such as 2024-05-01 or 2024-05-01T12:00:00Z")
+    text = raw.strip()
+    try:
+        # fromisoformat reads a trailing Z only from Python 3.11 on.
+        when = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise ValueError(f"'date' is not an ISO 8601 date or time: {text[:40]!r}") from None
+    when = when.astimezone(timezone.utc) if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    return when, {"date": when.isoformat()}
+
+
 def _claim_row(line: int, row_id: str, data: dict[str, Any]) -> BatchRow:
     claim, urls = data["claim"], data.get("urls")
     if not isinstance(claim, str) or not claim.strip():
@@ -72,8 +95,9 @@ def _claim_row(line: int, row_id: str, data: dict[str, Any]) -> BatchRow:
     for i, url in enumerate(urls):
         if not isinstance(url, str) or not url.strip():
             raise ValueError(f"'urls'[{i}] must be a non-empty string")
-    digest = _digest({"claim": claim, "urls": urls})
-    return BatchRow(line=line, id=row_id, kind="claim", claim=claim, urls=urls, digest=digest)
+    when, dated = _row_date(data)
+    digest = _digest({"claim": claim, "urls": urls, **dated})
+    return BatchRow(line=line, id=row_id, kind="claim", claim=claim, urls=urls, date=when, digest=digest)
 
 
 def _answer_row(line: int, row_id: str, data: dict[str, Any]) -> BatchRow:
@@ -87,8 +111,9 @@ def _answer_row(line: int, row_id: str, data: dict[str, Any]) -> BatchRow:
             normalize_sources(sources)
         except (TypeError, ValueError) as exc:
             raise ValueError(str(exc)) from None
-    digest = _digest({"answer": answer, "sources": sources})
-    return BatchRow(line=line, id=row_id, kind="answer", answer=answer, sources=sources, digest=digest)
+    when, dated = _row_date(data)
+    digest = _digest({"answer": answer, "sources": sources, **dated})
+    return BatchRow(line=line, id=row_id, kind="answer", answer=answer, sources=sources, date=when, digest=digest)
 
 
 def _parse_row(line: int, raw: str) -> BatchRow:

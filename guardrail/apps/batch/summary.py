@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from guardrail.apps.batch.files import atomic_text_file
 from guardrail.apps.batch.results import CitationRow, RowResult
-from guardrail.core.schema import Label, VerdictKind
+from guardrail.core.schema import Label, RepairKind, VerdictKind
 from guardrail.spreadsheet import csv_cell
 
 __all__ = ["BatchSummary", "format_precision", "summarize", "write_csv"]
@@ -47,6 +47,10 @@ class BatchSummary(BaseModel):
         default_factory=dict, description="Citations per reason ('judge' when the judge decided without one)."
     )
     by_label_reason: list[tuple[str, str, int]] = Field(default_factory=list)
+    repairs: dict[str, int] = Field(
+        default_factory=dict,
+        description="Citations the repair policy would mend, per kind (archived_copy, repointed; both listed).",
+    )
 
     @property
     def citation_precision(self) -> float | None:
@@ -66,6 +70,8 @@ class BatchSummary(BaseModel):
         ]
         if self.could_not_check:
             lines.append(f"could_not_check={self.could_not_check} (not counted as read; not the pages' fault)")
+        if any(self.repairs.values()):
+            lines.append("repairs=" + ", ".join(f"{n} {kind}" for kind, n in self.repairs.items()))
         return lines
 
 
@@ -75,9 +81,11 @@ def summarize(results: Sequence[RowResult], *, resumed: int = 0) -> BatchSummary
     kinds: Counter[VerdictKind] = Counter()
     reasons: Counter[str] = Counter()
     pairs: Counter[tuple[str, str]] = Counter()
+    repairs: Counter[str] = Counter({kind.value: 0 for kind in RepairKind})
     for result in results:
         if result.error is not None:
             continue
+        repairs.update(r.why.value for r in result.repairs())
         for _, _, v in result.verdicts():
             labels[v.label.value] += 1
             kinds[v.kind] += 1
@@ -97,6 +105,7 @@ def summarize(results: Sequence[RowResult], *, resumed: int = 0) -> BatchSummary
         labels=dict(labels),
         reasons=dict(reasons.most_common()),
         by_label_reason=sorted(((lab, rea, n) for (lab, rea), n in pairs.items()), key=lambda t: (order[t[0]], -t[2])),
+        repairs=dict(repairs),
     )
 
 

@@ -16,6 +16,7 @@ from guardrail.apps.batch import BatchInputError, BatchSummary, RowResult, arun_
 from guardrail.apps.batch.ray_engine import RayOptions, require_ray, run_ray_batch_file
 from guardrail.apps.cli.common import (
     AllowPrivate,
+    UseArchive,
     UseAudit,
     UseCache,
     bad_input,
@@ -62,6 +63,16 @@ def batch_command(
     allow_private_hosts: AllowPrivate = False,
     cache: UseCache = True,
     audit: UseAudit = True,
+    archive: UseArchive = None,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Check the claims that fail against the other sources at hand, and report what the "
+            "repair policy would mend (suggested citations, archived copies). Rows already in the "
+            "checkpoint are not checked again: add --fresh.",
+        ),
+    ] = False,
 ) -> None:
     """Verify every row of a JSONL file and report citation precision (supported / all citations).
 
@@ -93,7 +104,7 @@ def batch_command(
             html_path=html_out,
             concurrency=concurrency,
             fresh=fresh,
-            settings=load_settings(allow_private_hosts),
+            settings=load_settings(allow_private_hosts, archive, suggest=repair),
             cache=cache,
             audit=audit,
             console=ui.out,

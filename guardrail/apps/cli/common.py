@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -37,6 +38,16 @@ AllowPrivate = Annotated[
     ),
 ]
 UseCache = Annotated[bool, typer.Option("--cache/--no-cache", help="Use the page cache, as for `guardrail verify`.")]
+UseArchive = Annotated[
+    str | None,
+    typer.Option(
+        "--archive",
+        metavar="wayback|off",
+        help="Look dead links up in the Wayback Machine and judge their archived copy (it is sent "
+        "their URLs); default GUARDRAIL_ARCHIVE, off.",
+        show_default=False,
+    ),
+]
 UseAudit = Annotated[
     bool, typer.Option("--audit/--no-audit", help="Record decisions in the audit store, as for `verify`.")
 ]
@@ -49,14 +60,20 @@ def bad_input(message: str) -> typer.Exit:
     return typer.Exit(EXIT_BAD_INPUT)
 
 
-def load_settings(allow_private_hosts: bool = False) -> Settings:
-    """Settings from the environment, with CLI flags applied; configuration errors exit 2."""
+def load_settings(allow_private_hosts: bool = False, archive: str | None = None, suggest: bool = False) -> Settings:
+    """Settings from the environment, with CLI flags applied (``--allow-private-hosts``,
+    ``--archive``, a repairing run's suggestions); configuration errors exit 2."""
+    env = dict(os.environ)
+    if archive is not None:
+        env[Settings.variable("archive")] = archive  # read like the variable: "wayback", "off"
     try:
-        settings = Settings.from_env()
+        settings = Settings.from_env(env)
     except ConfigurationError as exc:
-        raise bad_input(str(exc)) from None
+        raise bad_input(str(exc).replace(Settings.variable("archive"), "--archive")) from None
     if allow_private_hosts:
         settings = settings.model_copy(update={"allow_private_hosts": True})
+    if suggest:
+        settings = settings.model_copy(update={"suggest": True})
     return settings
 
 

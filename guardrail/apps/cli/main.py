@@ -7,6 +7,7 @@ import json
 import re
 import sys
 import time
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,6 +22,7 @@ from guardrail.apps.cli.audit import audit_app, replay_command
 from guardrail.apps.cli.batch import batch_command
 from guardrail.apps.cli.common import (
     AllowPrivate,
+    UseArchive,
     UseAudit,
     UseCache,
     bad_input,
@@ -94,6 +96,7 @@ def verify(
             "(default ~/.cache/guardrail/audit.sqlite3; 'off' disables); see `guardrail replay`.",
         ),
     ] = True,
+    archive: UseArchive = None,
 ) -> None:
     """Verify one claim against the URLs it cites (exit 0 whatever the verdict, 2 on bad input, 4 when
     the decisions could not be recorded in the audit store)."""
@@ -102,7 +105,7 @@ def verify(
         raise bad_input("--claim must not be empty")
     if not urls:
         raise bad_input("give at least one URL")
-    settings = load_settings(allow_private_hosts)
+    settings = load_settings(allow_private_hosts, archive)
     run = open_run(settings, cache=cache, audit=audit)
     try:
         warn_if_no_judge(run.verifier)
@@ -133,6 +136,7 @@ class PolicyChoice(Enum):
     strip = "strip"
     block = "block"
     strict = "strict"
+    repair = "repair"
 
 
 class CheckFormat(str, Enum):
@@ -189,7 +193,9 @@ CheckPolicyOption = Annotated[
         "--policy",
         help="annotate: a badge on every citation; default: flag doubtful citations, replace dead "
         "links with a badge; strip: remove every citation that is not supported; block: withhold the "
-        "answer unless every citation is supported; strict: default, but withhold on a contradiction.",
+        "answer unless every citation is supported; strict: default, but withhold on a contradiction; "
+        "repair: default, after mending citations (a dead link's archived copy, another source that "
+        "backs the claim).",
         case_sensitive=False,
     ),
 ]
@@ -225,6 +231,16 @@ def check(
     allow_private_hosts: AllowPrivate = False,
     cache: UseCache = True,
     audit: UseAudit = True,
+    archive: UseArchive = None,
+    answer_date: Annotated[
+        datetime | None,
+        typer.Option(
+            "--answer-date",
+            formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"],
+            help="When the answer was written (UTC): with --archive, a dead link's copy closest to it.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Guard a whole answer: verify every citation in it and print it with the policy applied.
 
@@ -238,26 +254,29 @@ def check(
     if not answer.strip():
         raise bad_input("the answer is empty")
     sources = load_sources_file(sources_file) if sources_file is not None else None
-    settings = load_settings(allow_private_hosts)
+    settings = load_settings(allow_private_hosts, archive)
+    chosen = Policy.preset(policy.value, min_confidence=min_confidence)
     run = open_run(settings, cache=cache, audit=audit)
     try:
         warn_if_no_judge(run.verifier)
-        report = run.verifier.verify_answer(answer, sources)
+        suggest = True if chosen.repair else None
+        report = run.verifier.verify_answer(answer, sources, answer_date=answer_date, suggest=suggest)
     except (ConfigurationError, ValueError, TypeError) as exc:
         raise bad_input(str(exc)) from None
     finally:
         run.close()
-    guarded: GuardedAnswer = apply_policy(
-        report,
-        Policy.preset(policy.value, min_confidence=min_confidence),
-        "html" if fmt == CheckFormat.html else "markdown",
-    )
+    guarded: GuardedAnswer = apply_policy(report, chosen, "html" if fmt == CheckFormat.html else "markdown")
     if fmt == CheckFormat.json:
         sys.stdout.write(guarded.model_dump_json(indent=2) + "\n")
     else:
         sys.stdout.write(guarded.text if guarded.text.endswith("\n") else guarded.text + "\n")
         counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "no citations"
         ui.err.print(f"overall: {label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
+        for repair in guarded.repairs:
+            ui.err.print(
+                Text(f"repaired ({repair.why}): {repair.old_citation} -> {repair.new_citation} in {repair.claim!r}"),
+                soft_wrap=True,
+            )
         run.hint()
     fail_on_internal_errors(report)
     run.fail_if_not_recorded()
@@ -290,7 +309,7 @@ def demo(
         ui.out.print(Text(answer.rstrip()))
         with ui.err.status("verifying citations (the first run loads the embedded models)..."):
             started = time.perf_counter()
-            report = verifier.verify_answer(answer)
+            report = verifier.verify_answer(answer, suggest=True if policy == PolicyChoice.repair else None)
             elapsed = time.perf_counter() - started
     guarded = apply_policy(report, Policy.preset(policy.value))
     ui.out.rule(f"guarded answer (policy: {policy.value})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -54,10 +55,10 @@ class VerifyRequest(BaseModel):
 
 
 class PolicySpec(BaseModel):
-    """A policy: a preset (``annotate``, ``default``, ``strip``, ``block``, ``strict``) with any
-    kind's action overridden (``"keep"``, ``"annotate"``, ``"strip"``, ``"strip+annotate"``,
+    """A policy: a preset (``annotate``, ``default``, ``strip``, ``block``, ``strict``, ``repair``)
+    with any kind's action overridden (``"keep"``, ``"annotate"``, ``"strip"``, ``"strip+annotate"``,
     ``"block"``); ``unreachable`` is a dead link, ``could_not_check`` a page that did not answer now
-    or a failure of ours; optionally a ``min_confidence``."""
+    or a failure of ours; optionally a ``min_confidence``, and ``repair`` on any preset."""
 
     preset: str = "default"
     supported: str | list[str] | None = None
@@ -68,6 +69,11 @@ class PolicySpec(BaseModel):
     block_message: str | None = None
     min_confidence: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Supported/contradicted verdicts below it count as not_found."
+    )
+    repair: bool | None = Field(
+        default=None,
+        description="Mend citations first: dead links with a supporting archived copy, citations another "
+        "source backs (checked against the other sources for it).",
     )
 
     @field_validator("preset")
@@ -105,6 +111,11 @@ class GuardRequest(BaseModel):
     )
     policy: str | PolicySpec = Field(default="default", description="A preset name, or a PolicySpec.")
     format: Literal["markdown", "html"] = Field(default="markdown", description="How badges are written.")
+    answer_date: datetime | date | None = Field(
+        default=None,
+        description="When the answer was written: a dead link's archived copy closest to it is used "
+        "(when the service looks dead links up in an archive); default now.",
+    )
 
     def build_policy(self) -> Policy:
         """The policy the request names: a preset, or a :class:`PolicySpec` (ValueError for an

@@ -95,7 +95,12 @@ class CitationGuard(RunnableSerializable[Any, Any]):
     ``judge`` child runs for the verifier's stages (LangSmith shows them under the guard).
 
     **Configuration**: ``policy`` is a :class:`~guardrail.Policy`, a preset name (``"strict"``,
-    ``"strip"``, ... see :meth:`Policy.preset <guardrail.Policy.preset>`) or a dict of its fields.
+    ``"strip"``, ``"repair"``, ... see :meth:`Policy.preset <guardrail.Policy.preset>`) or a dict of
+    its fields. A repairing policy (``"repair"``, ``Policy(repair=True)``) mends what it can first:
+    a claim its citation does not back is checked against the other context documents and
+    re-pointed to one that backs it (``[2]`` -> ``[1]``), and a dead link whose archived copy
+    backs it (when the verifier looks dead links up: ``GUARDRAIL_ARCHIVE=wayback``) points at the
+    copy; the report's ``suggested_citations`` say which.
     The verifier is ``verifier`` when given, else one built on first use from ``settings``
     (default: the environment) with ``judge`` and ``embedder`` when given (your own models:
     ``LangChainJudge(chat_model)``, ``LangChainEmbedder(embeddings)``); the default judge and
@@ -224,7 +229,12 @@ class CitationGuard(RunnableSerializable[Any, Any]):
     async def _verify(self, job: Job, memo: PageMemo | None, run_manager: RunManager | None) -> AnswerReport:
         with stage_runs(run_manager):
             report = await self._verifier().averify_answer(
-                job.text, job.sources, memo=memo, url_key=self.url_key, cite_unmarked=self.cite_unmarked
+                job.text,
+                job.sources,
+                memo=memo,
+                url_key=self.url_key,
+                cite_unmarked=self.cite_unmarked,
+                suggest=True if self.policy.repair else None,  # a repairing policy needs the suggestions
             )
         await report_run(run_manager, job.text, report)
         return report

@@ -27,6 +27,7 @@ from langchain_citation_guardrail import CITATION_REPORT_EVENT, CitationGuard, g
 from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
 from tests.fixtures.pages import TITANIC, inline_answer
 from tests.fixtures.server import FixtureServer, Route, SlowPage, counting
+from tests.fixtures.wayback import FakeWayback
 
 BLOCKED = "Withheld: a citation failed verification."
 
@@ -456,3 +457,39 @@ def test_llm_guard_chain(pages: FixtureServer, verifier: Verifier) -> None:
 async def test_sync_invoke_inside_a_running_loop(pages: FixtureServer, verifier: Verifier) -> None:
     out = CitationGuard(verifier=verifier).invoke(inline_answer(pages))  # nested loop avoided by run_sync
     assert "❌ contradicted" in out
+
+
+def test_a_rag_chain_repairs_from_its_own_context_documents(pages: FixtureServer, verifier: Verifier) -> None:
+    """{"context": docs, "answer": ...}: a sentence citing [2] that only document [1] states is
+    re-pointed to [1] under the repair policy, streamed or not; the report says why."""
+    docs = [
+        Document(page_content="Pure water boils at 100 degrees Celsius at sea level.", metadata={}),
+        Document(page_content="(titanic)", metadata={"url": pages.url("/titanic")}),
+    ]
+    answer = "Titanic was directed by James Cameron [2]. Water boils at 100 degrees Celsius at sea level [2]."
+    chain = RunnableLambda(lambda question: {"question": question, "context": docs, "answer": answer})
+    out = (chain | CitationGuard(policy="repair", verifier=verifier)).invoke("q?")
+    expected = (
+        "Titanic was directed by James Cameron [2]. "
+        "Water boils at 100 degrees Celsius at sea level [1] ↪ citation corrected."
+    )
+    assert out["answer"] == expected
+    (suggestion,) = out["citation_report"].claims[1].suggested_citations
+    assert (suggestion.source, suggestion.marker, suggestion.verdict.label) == ("fact:0", "[1]", Label.supported)
+    streamed = list((chain | CitationGuard(policy="repair", verifier=verifier)).stream("q?"))
+    assert "".join(c["answer"] for c in streamed if "answer" in c) == expected
+    plain = (chain | CitationGuard(verifier=verifier)).invoke("q?")
+    assert plain["answer"].endswith("sea level [2] ⚠️ unverified.")
+    assert plain["citation_report"].claims[1].suggested_citations == []  # no repair, nothing more checked
+
+
+def test_the_guard_it_builds_honours_archived_copies(pages: FixtureServer) -> None:
+    dead = pages.url("/gone-404")
+    answer = f"Water boils at 100 degrees Celsius at sea level ({dead})."
+    with FakeWayback() as wayback:
+        wayback.archive(dead, pages.routes["/boiling"].body)  # type: ignore[arg-type]
+        settings = Settings(archive="wayback", wayback_url=wayback.base, allow_private_hosts=True)
+        guard = CitationGuard(policy="repair", settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
+        out = guard.invoke(answer)
+        assert out == f"Water boils at 100 degrees Celsius at sea level ({wayback.snapshot_url(dead)} 🗄 archived copy)."
+        assert wayback.lookups == 1

@@ -8,6 +8,7 @@ their protocols. No network.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import AsyncGenerator, Generator, Iterator
 from datetime import datetime
@@ -29,15 +30,17 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from pydantic import BaseModel, Field
 
 from guardrail import AnswerReport, CitationBlocked, Label, Policy
+from guardrail import Settings as GuardrailSettings
 from llama_index.postprocessor.citation_guardrail import (
     VERDICT_KEYS,
     CitationGuardPostprocessor,
     CitationGuardQueryEngine,
     report_of,
 )
-from tests.fakes import fixture_verifier
+from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
 from tests.fixtures.llamaindex import CitingLLM
 from tests.fixtures.server import FixtureServer, counting
+from tests.fixtures.wayback import FakeWayback
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 BLOCK = Policy().block_message
@@ -527,3 +530,48 @@ def test_prompts_callbacks_and_bad_input(pages: FixtureServer, li_settings: None
         CitationGuardQueryEngine(PydanticEngine(), fixture_verifier()).query("q")
     with pytest.raises(TypeError, match="BaseQueryEngine"):
         CitationGuardQueryEngine("not an engine", fixture_verifier())
+
+
+class MisattributingLLM(CitingLLM):
+    """Answers like CitingLLM, but cites each source's sentence with the next source's number."""
+
+    def answer(self, prompt: str) -> str:
+        context = prompt.split("Now it's your turn")[-1]
+        found = re.findall(r"Source (\d+):\n(.*?)(?=\nSource \d+:|\n------)", context, re.S)
+        parts = []
+        for n, body in found:
+            first = re.split(r"(?<=[.!?])\s", body.strip())[0].rstrip(".")
+            parts.append(f"{first} [{int(n) % len(found) + 1}].")
+        return " ".join(parts)
+
+
+def test_a_query_engine_repairs_from_its_own_source_nodes(li_settings: None) -> None:
+    """A CitationQueryEngine whose LLM swaps the numbers: each sentence cites the other node. With
+    the repair policy each marker is re-pointed to the node that states it."""
+    index = VectorStoreIndex.from_documents([Document(text=PURE), Document(text=TITANIC)])
+    engine = CitationQueryEngine.from_args(index, similarity_top_k=2, llm=MisattributingLLM())
+    response = CitationGuardQueryEngine(engine, fixture_verifier(), policy=Policy.preset("repair")).query("q?")
+    report = report_of(response)
+    assert report is not None and len(report.claims) == 2
+    for claim in report.claims:  # each sentence's own node backs it, the cited one does not
+        assert claim.overall == N
+        (suggestion,) = claim.suggested_citations
+        assert claim.plain_text in response.source_nodes[suggestion.source_index or 0].node.get_content()
+    text = str(response)
+    assert text.count("↪ citation corrected") == 2 and "⚠️ unverified" not in text
+    plain = CitationGuardQueryEngine(engine, fixture_verifier()).query("q?")
+    assert str(plain).count("⚠️ unverified") == 2
+
+
+def test_the_engine_it_builds_honours_archived_copies(pages: FixtureServer) -> None:
+    dead = pages.url("/gone-404")
+    nodes = [NodeWithScore(node=TextNode(text=PURE, metadata={"url": dead}), score=1.0)]
+    inner = FixedEngine(answer=f"{PURE[:-1]} [1].", nodes=nodes)
+    with FakeWayback() as wayback:
+        wayback.archive(dead, pages.routes["/boiling"].body)  # type: ignore[arg-type]
+        settings = GuardrailSettings(archive="wayback", wayback_url=wayback.base, allow_private_hosts=True)
+        guard = CitationGuardQueryEngine(inner, settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
+        report = report_of(guard.query("q?"))
+        assert report is not None
+        verdict = report.claims[0].verdicts[0]
+        assert (verdict.label, verdict.reason, verdict.archived_url) == (S, "archived_copy", wayback.snapshot_url(dead))

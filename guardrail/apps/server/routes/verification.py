@@ -29,15 +29,18 @@ async def verify(body: VerifyRequest, state: State) -> ClaimReport:
 
 @router.post("/v1/guard", response_model=GuardedAnswer, tags=["guard"])
 async def guard(body: GuardRequest, state: State) -> GuardedAnswer:
-    """Verify every citation of an answer and apply the policy: badges, stripped links or a block
-    (413 for an answer above ``GUARDRAIL_MAX_ANSWER_CHARS``, 422 above the claim, URL or check limits)."""
+    """Verify every citation of an answer and apply the policy: badges, stripped links or a block;
+    a repairing policy mends citations first (``repairs``). 413 for an answer above
+    ``GUARDRAIL_MAX_ANSWER_CHARS``, 422 above the claim, URL or check limits."""
     try:
         policy = body.build_policy()
     except ValueError as exc:
         raise _invalid("policy", exc) from None
     verifier = state.require_verifier()
     try:
-        report = await verifier.averify_answer(body.answer, body.sources)
+        report = await verifier.averify_answer(
+            body.answer, body.sources, answer_date=body.answer_date, suggest=True if policy.repair else None
+        )
     except RequestLimitError:
         raise  # 413/422 naming the limit
     except (TypeError, ValueError) as exc:  # sources the extractor cannot use name their index

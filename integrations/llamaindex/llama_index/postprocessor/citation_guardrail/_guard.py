@@ -75,6 +75,11 @@ class AnswerGuard:
         self.url_key = url_key
         self.cite_unmarked = cite_unmarked
 
+    @property
+    def _suggest(self) -> bool | None:
+        """A repairing policy needs the claims that fail checked against the other source nodes."""
+        return True if self.policy.repair else None
+
     @staticmethod
     def sources(nodes: Sequence[NodeWithScore]) -> list[Chunk]:
         """The nodes as the core's sources (text and metadata)."""
@@ -83,14 +88,14 @@ class AnswerGuard:
     def check(self, text: str, nodes: Sequence[NodeWithScore]) -> GuardedAnswer:
         """The guarded answer (policy applied; :class:`~guardrail.CitationBlocked` when it raises)."""
         report = self.verifiers.get().verify_answer(
-            text, self.sources(nodes), url_key=self.url_key, cite_unmarked=self.cite_unmarked
+            text, self.sources(nodes), url_key=self.url_key, cite_unmarked=self.cite_unmarked, suggest=self._suggest
         )
         return apply_policy(report, self.policy, self.fmt)
 
     async def acheck(self, text: str, nodes: Sequence[NodeWithScore]) -> GuardedAnswer:
         """Async :meth:`check`."""
         report = await self.verifiers.get().averify_answer(
-            text, self.sources(nodes), url_key=self.url_key, cite_unmarked=self.cite_unmarked
+            text, self.sources(nodes), url_key=self.url_key, cite_unmarked=self.cite_unmarked, suggest=self._suggest
         )
         return apply_policy(report, self.policy, self.fmt)
 
