@@ -42,12 +42,14 @@ ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. In Denver it bo
 Celsius [1]. A pressure cooker lets water reach 150 degrees Celsius before it boils [1].
 
 *Titanic* (1997) was directed by James Cameron [2]. It starred Brad Pitt and Kate Winslet [2]. \
-Its first cut ran for more than four hours ([notes]({base}/titanic-first-cut)).
+Titanic was released in 1998 [2]. Its first cut ran for more than four hours ([notes]({base}/titanic-first-cut)).
 
 An early report claimed that water boils at 50 degrees Celsius at sea level [3].
 """
-"""What the fake model writes: supported, contradicted (150 vs 120 degrees), not in the page (Brad
-Pitt), a dead link, and a sentence that faithfully reports what its (old, wrong) source says."""
+"""What the fake model writes: supported, contradicted (released in 1998 against the page's 1997),
+not in the page (Brad Pitt; the pressure cooker's 150 degrees against the page's 120 too: the embedded
+judge does not read that as a contradiction), a dead link, and a sentence that faithfully reports
+what its (old, wrong) source says."""
 
 
 def retrieved(site: LoopbackSite) -> list[Document]:

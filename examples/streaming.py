@@ -38,7 +38,7 @@ A pressure cooker lets water reach 150 degrees Celsius before it boils ({base}/b
 
 *Titanic* was directed by James Cameron ([film notes]({base}/titanic)). \
 Its first cut ran for more than four hours ({base}/titanic-first-cut). \
-It was released in December 1997 ({base}/titanic).
+Titanic was released in 1998 ({base}/titanic).
 """
 
 

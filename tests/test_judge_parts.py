@@ -138,7 +138,6 @@ def test_a_page_about_something_else_is_not_a_contradiction(verifier: Verifier, 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="known miss (issue 21 note): another year reads not_found, not contradicted")
 def test_another_year_for_the_same_event_still_contradicts(verifier: Verifier) -> None:
     report = _check(verifier, "Mount Everest was first climbed in 1963.", EVEREST)
     assert report.overall == Label.contradicted
@@ -157,7 +156,6 @@ def test_an_antonym_flip_reads_not_supported_with_the_real_model(verifier: Verif
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="known miss (issue 21 note): a correct citation left not_found")
 def test_the_sales_the_page_states_are_supported(verifier: Verifier) -> None:
     assert _check(verifier, "Its sales decreased in 2010.", SALES).overall == Label.supported
 

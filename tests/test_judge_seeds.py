@@ -96,7 +96,6 @@ def test_a_study_aim_is_not_its_finding(verifier: Verifier) -> None:
     assert _check(verifier, "Vitamin D reduces fractures in older women.", finding)[0] == Label.supported
 
 
-@pytest.mark.xfail(strict=True, reason="known miss (issue 21 note): the model reads a swapped role as support")
 def test_a_role_swap_is_contradicted(verifier: Verifier) -> None:
     assert _check(verifier, "Spain defeated Italy in the final.", "In the final, Italy defeated Spain 2-1.")[0] == (
         Label.contradicted

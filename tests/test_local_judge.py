@@ -389,7 +389,6 @@ def test_the_page_about_the_claims_river_contradicts_its_length(judge: LocalJudg
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="known miss (issue 21 note): another year reads not_found, not contradicted")
 def test_the_page_about_the_claims_river_contradicts_its_bridges_year(judge: LocalJudge) -> None:
     own = RIVER_PAGE.format(name="Alder River", km=130, year=1800)
     assert _verify(judge, "The first bridge over the Alder River was built in 1840.", own)[0] == Label.contradicted

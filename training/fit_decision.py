@@ -18,7 +18,9 @@
    least ``--precision`` on Climate-FEVER + FEVER-Symmetric and at most 3 % of supported claims
    read contradicted) and the support threshold (the best mean balanced accuracy over the sets with
    at most 5 % of refuted claims and 2 % of another claim's pages read supported). The strength
-   with the best cross-validated score wins and is refitted on all those rows.
+   with the best cross-validated score wins and is refitted on all those rows; the confidence of
+   each label is Platt-scaled on its cross-validated decisions (the balanced class weights skew
+   the classifier's own probabilities).
 4. The classifier, thresholds and a record of the figures are written to
    ``<model>/decision.json`` (what the judge loads) and ``<model>/decision_record.json``.
 
@@ -210,27 +212,45 @@ def to_decision(mean: np.ndarray, scale: np.ndarray, model: Any, t_con: float, t
     )
 
 
+def _stated(rows: Sequence[Row], view: str = "full") -> np.ndarray:
+    """Whether each row's contradicting sentence states a conflict about the claim's subject."""
+    from guardrail.judges.features import REQUEST_FEATURES
+
+    k = REQUEST_FEATURES.index("contra_conflict_about_subject")
+    return np.asarray([getattr(r, view)[k] > 0.5 for r in rows])
+
+
+def _bar(rows: Sequence[Row], t_con: float, t_conflict: float | None, view: str = "full") -> np.ndarray:
+    return np.where(_stated(rows, view), t_con if t_conflict is None else t_conflict, t_con)
+
+
 def runtime_probabilities(
-    first: np.ndarray, full: np.ndarray, settle: float, t_con: float, t_sup: float, rows: Sequence[Row]
+    first: np.ndarray,
+    full: np.ndarray,
+    settle: float,
+    t_con: float,
+    t_sup: float,
+    rows: Sequence[Row],
+    t_conflict: float | None = None,
 ) -> np.ndarray:
     """Each row's probabilities as the judge gets them: the first round's, when they settle the
     request (as :func:`guardrail.judges.decision.settled` rules), else both rounds'; a support ruled
-    out (:func:`guardrail.judges.decision.support_conflicts`) has its probability set to 0, which
-    :func:`labels` then never reads as supported."""
-    from guardrail.judges.decision import support_conflicts
+    out (:func:`guardrail.judges.decision.support_conflicts`) has its share given to the other two
+    labels (:func:`guardrail.judges.decision.rule_out_support`)."""
+    from guardrail.judges.decision import rule_out_support, support_conflicts
 
     x_first = np.vstack([r.first for r in rows])
     x_full = np.vstack([r.full for r in rows])
-    first = first.copy()
-    full = full.copy()
-    first[support_conflicts(x_first), 0] = 0.0
-    full[support_conflicts(x_full), 0] = 0.0
-    settled = (first[:, 0] >= max(settle, t_sup)) | (first[:, 1] >= max(settle, t_con))
+    first = np.where(support_conflicts(x_first)[:, None], rule_out_support(first), first)
+    full = np.where(support_conflicts(x_full)[:, None], rule_out_support(full), full)
+    bar_first = np.maximum(settle, _bar(rows, t_con, t_conflict, "first"))
+    settled = (first[:, 0] >= max(settle, t_sup)) | (first[:, 1] >= bar_first)
     return np.where(settled[:, None], first, full)
 
 
-def labels(p: np.ndarray, t_con: float, t_sup: float) -> np.ndarray:
-    """Decide as :func:`guardrail.judges.decision.decide` does: 0 supported, 1 contradicted, 2 not_found."""
+def labels(p: np.ndarray, t_con: float | np.ndarray, t_sup: float) -> np.ndarray:
+    """Decide as :func:`guardrail.judges.decision.decide` does: 0 supported, 1 contradicted, 2 not_found
+    (``t_con``: one threshold, or one per row)."""
     out = np.full(len(p), 2)
     sup = p[:, 0] >= t_sup
     out[sup] = 0
@@ -277,25 +297,73 @@ GRID = [round(x, 3) for x in np.arange(0.30, 0.96, 0.025)] + [0.96, 0.97, 0.98, 
 
 def choose_thresholds(
     first: np.ndarray, full: np.ndarray, rows: Sequence[Row], settle: float, precision: float
-) -> tuple[float, float, dict]:
-    """The contradiction and support thresholds for ``rows`` given their probabilities after the
-    first round and after both (see the module doc)."""
+) -> tuple[float, float | None, float, dict]:
+    """The contradiction thresholds (for all, then for a stated conflict about the claim's
+    subject) and the support threshold for ``rows``, given their probabilities after the first
+    round and after both (see the module doc)."""
+
+    def decided(t_con: float, t_conflict: float | None, t_sup: float) -> dict:
+        p = runtime_probabilities(first, full, settle, t_con, t_sup, rows, t_conflict)
+        return figures(rows, labels(p, _bar(rows, t_con, t_conflict), t_sup))
+
+    def acceptable(f: dict) -> bool:
+        ok = (f["contradicted_precision"] or 0) >= precision and f["contradicted_predicted"] >= 5
+        return ok and f["supported_read_contradicted"] <= 0.03
+
     best_con = 1.01  # none reaches the floor: never contradicted (the record says so)
     for t in GRID:
-        f = figures(rows, labels(runtime_probabilities(first, full, settle, t, 0.5, rows), t, 0.5))
-        ok = (f["contradicted_precision"] or 0) >= precision and f["contradicted_predicted"] >= 5
-        if ok and f["supported_read_contradicted"] <= 0.03:
+        if acceptable(decided(t, None, 0.5)):
             best_con = t
+            break
+    # A stated conflict about the claim's subject: the lowest threshold that keeps the whole
+    # decision above the floor (never above the general one).
+    best_conflict: float | None = None
+    for t in GRID:
+        if t >= best_con:
+            break
+        if acceptable(decided(best_con, t, 0.5)):
+            best_conflict = t
             break
     best_sup, best_score = 0.95, -1.0
     for t in GRID:
-        f = figures(rows, labels(runtime_probabilities(first, full, settle, best_con, t, rows), best_con, t))
+        f = decided(best_con, best_conflict, t)
         if f["refuted_read_supported"] > 0.05 or f["cross_claim_supported"] > 0.02:
             continue
         if f["mean_balanced_accuracy"] > best_score:
             best_sup, best_score = t, f["mean_balanced_accuracy"]
-    p = runtime_probabilities(first, full, settle, best_con, best_sup, rows)
-    return best_con, best_sup, figures(rows, labels(p, best_con, best_sup))
+    return best_con, best_conflict, best_sup, decided(best_con, best_conflict, best_sup)
+
+
+def _right(row: Row, label: int) -> bool | None:
+    """Whether ``label`` is right for the row (None: the set cannot tell: not_found on FEVER-Symmetric)."""
+    if row.dataset in ("wice", "attributionbench"):
+        return (label == 0) == (row.gold == 0)
+    if row.dataset == "fever_symmetric" and label == 2:
+        return None
+    return label == row.gold
+
+
+def calibrate(p: np.ndarray, rows: Sequence[Row], bars: np.ndarray, t_sup: float) -> list[tuple[float, float]]:
+    """Per label, Platt scaling of the label's probability into the chance it is right, on the
+    real rows' cross-validated decisions ((1, 0) where a label has too few to fit)."""
+    from sklearn.linear_model import LogisticRegression
+
+    pred = labels(p, bars, t_sup)
+    out: list[tuple[float, float]] = []
+    for k in range(3):
+        xs, ys = [], []
+        for i, r in enumerate(rows):
+            if r.dataset == "synthetic" or pred[i] != k or (ok := _right(r, k)) is None:
+                continue
+            q = min(max(float(p[i, k]), 1e-4), 1 - 1e-4)
+            xs.append(np.log(q / (1 - q)))
+            ys.append(int(ok))
+        if len(ys) < 20 or len(set(ys)) < 2:
+            out.append((1.0, 0.0))
+            continue
+        lr = LogisticRegression(C=1e4, max_iter=1000).fit(np.asarray(xs)[:, None], ys)
+        out.append((round(float(lr.coef_[0][0]), 4), round(float(lr.intercept_[0]), 4)))
+    return out
 
 
 def fold_of(claim: str, folds: int) -> int:
@@ -365,13 +433,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for c in [float(x) for x in args.c_grid.split(",")]:
         first, full = out_of_fold(rows, c, args.folds)
-        t_con, t_sup, cv_figures = choose_thresholds(first, full, rows, config.settle, args.precision)
+        t_con, t_conflict, t_sup, cv_figures = choose_thresholds(first, full, rows, config.settle, args.precision)
         score = cv_figures["mean_balanced_accuracy"] + 0.5 * cv_figures["contradicted_recall"]
-        print(f"C={c}: thresholds contradicted {t_con} supported {t_sup}; cross-validated {json.dumps(cv_figures)}")
-        results.append((score, c, t_con, t_sup, cv_figures))
-    score, c, t_con, t_sup, cv_figures = max(results, key=lambda r: r[0])
+        print(
+            f"C={c}: thresholds contradicted {t_con} (stated conflict {t_conflict}) supported {t_sup}; "
+            f"cross-validated {json.dumps(cv_figures)}"
+        )
+        results.append((score, c, t_con, t_conflict, t_sup, cv_figures))
+    score, c, t_con, t_conflict, t_sup, cv_figures = max(results, key=lambda r: r[0])
+    first, full = out_of_fold(rows, c, args.folds)
+    decided_p = runtime_probabilities(first, full, config.settle, t_con, t_sup, rows, t_conflict)
+    calibration = calibrate(decided_p, rows, _bar(rows, t_con, t_conflict), t_sup)
     mean, scale, model = fit(rows, c)
-    decision = to_decision(mean, scale, model, t_con, t_sup)
+    decision = dataclasses.replace(
+        to_decision(mean, scale, model, t_con, t_sup), conflict_threshold=t_conflict, calibration=tuple(calibration)
+    )
     (args.model / "decision.json").write_text(json.dumps(decision.to_dict(), indent=1) + "\n")
     record_out = {
         "command": "python -m training.fit_decision " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -382,13 +458,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "classes": dict(Counter(("supported", "contradicted", "not_found")[r.gold] for r in rows)),
         "folds": args.folds,
-        "chosen": {"C": c, "contradicted": t_con, "supported": t_sup, "settle": config.settle},
-        "grid": [{"C": r[1], "contradicted": r[2], "supported": r[3], "cross_validated": r[4]} for r in results],
+        "chosen": {
+            "C": c,
+            "contradicted": t_con,
+            "contradicted_stated_conflict": t_conflict,
+            "supported": t_sup,
+            "settle": config.settle,
+        },
+        "grid": [
+            {"C": r[1], "contradicted": r[2], "stated_conflict": r[3], "supported": r[4], "cross_validated": r[5]}
+            for r in results
+        ],
         "cross_validated": cv_figures,
+        "calibration": calibration,
         "largest_coefficients": _largest(decision),
     }
     (args.model / "decision_record.json").write_text(json.dumps(record_out, indent=1) + "\n")
-    print(f"chosen C={c}, contradicted >= {t_con}, supported >= {t_sup}: cross-validated {json.dumps(cv_figures)}")
+    print(f"chosen C={c}, contradicted >= {t_con} ({t_conflict} for a stated conflict), supported >= {t_sup}")
+    print(f"cross-validated {json.dumps(cv_figures)}")
     print(f"wrote {args.model / 'decision.json'}")
     return 0
 

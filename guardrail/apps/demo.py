@@ -187,14 +187,15 @@ DEMO_ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. In Denver 
 Celsius [1]. A pressure cooker lets water reach 150 degrees Celsius before it boils [1].
 
 *Titanic* (1997) was directed by [James Cameron]({base}/titanic). It starred Brad Pitt and Kate \
-Winslet ([film notes]({base}/titanic)). Its first cut ran for more than four hours \
+Winslet ([film notes]({base}/titanic)). Titanic was released in 1998 ({base}/titanic). Its first cut ran for more than four hours \
 ({base}/titanic-first-cut).
 
 [1]: {base}/boiling
 """
 """A model's answer with one citation of each kind of verdict: supported (the first two
-sentences, James Cameron), contradicted (150 vs 120 degrees), not_found (Brad Pitt is not in the
-page) and unreachable (the first-cut page does not exist)."""
+sentences, James Cameron), contradicted (released in 1998, against the page's 1997), not_found
+(Brad Pitt is not in the page; the embedded judge does not read the pressure cooker's 150 degrees
+against the page's 120 as a contradiction either) and unreachable (the first-cut page does not exist)."""
 
 
 def demo_routes() -> dict[str, Route]:

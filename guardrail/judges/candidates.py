@@ -4,6 +4,7 @@ joined, and in which of the two rounds each is scored."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,6 +13,8 @@ from guardrail.core.schema import JudgeRequest
 from guardrail.judges import checks
 from guardrail.judges.context import clean_topic, in_context, nearest_heading, opening_name
 from guardrail.judges.local_config import LocalJudgeConfig
+
+_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
 
 ENT, NEU, CON = 0, 1, 2
 """Columns of the probability rows: entailment, neutral, contradiction."""
@@ -76,6 +79,7 @@ def _units(request: JudgeRequest, config: LocalJudgeConfig) -> list[Unit]:
             span
             for span in checks.sentence_spans(passage)
             if len(passage[span[0] : span[1]].split()) >= config.min_sentence_words
+            and not _HEADING_LINE.match(passage[span[0] : span[1]])  # a heading is a topic, not evidence
         ]
         fallback = None if title else opening_name(passage[spans[0][0] : spans[0][1]]) if spans else None
         previous: str | None = None

@@ -599,8 +599,10 @@ def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[s
     last") are not read for opposites. None otherwise."""
     claim_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", claim).lower())}
     ev_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", evidence).lower())}
-    for word in sorted(claim_words - ev_words):
-        for other in ev_words - claim_words:
+    # The claim's word need not be missing from the evidence: "at higher altitudes water boils at
+    # a higher temperature" against "at higher altitudes ... water boils at a lower temperature".
+    for other in sorted(ev_words - claim_words):
+        for word in sorted(claim_words):
             if are_antonyms(word, other):
                 rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
                 if overlap(rest, evidence) >= min_overlap:

@@ -17,6 +17,7 @@ decision rests on, an exact substring of a passage.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ the rest of the claim matching; :func:`guardrail.judges.features.conflicts_of`).
 among them: on the fit and tune parts it fires on 11 % of WiCE's supported claims (a page naming
 someone else beside the claim's name), so the classifier weighs it instead."""
 _SUPPORT_CONFLICTS = [REQUEST_FEATURES.index(f"support_{name}") for name in CONFLICTS]
+_STATED_CONFLICT = REQUEST_FEATURES.index("contra_conflict_about_subject")
 
 
 def support_conflicts(x: np.ndarray) -> np.ndarray:
@@ -63,6 +65,24 @@ class DecisionModel:
     contradict_threshold: float
     support_threshold: float
     temperature: float = 1.0
+    calibration: tuple[tuple[float, float], ...] | None = None
+    """Per label (``LABELS`` order), Platt scaling ``(a, b)`` of the label's probability into the
+    probability that the label given is right: ``sigmoid(a * logit(p) + b)``, fitted on the
+    cross-validated decisions (the classifier's own probabilities are skewed by the balanced class
+    weights it was fitted with). None: the probability as it is."""
+    conflict_threshold: float | None = None
+    """The contradiction threshold where the contradicting sentence states another value, year,
+    name, opposite word or reversed roles about the claim's own subject (``contra_conflict_about_subject``):
+    chosen on those cases apart, whose precision does not fall with the probability as the others'
+    does. None: ``contradict_threshold`` for all."""
+
+    def contradiction_bar(self, x: np.ndarray) -> np.ndarray:
+        """The contradiction threshold of each feature row (see :attr:`conflict_threshold`)."""
+        rows = np.atleast_2d(np.asarray(x))
+        if self.conflict_threshold is None:
+            return np.full(len(rows), self.contradict_threshold)
+        stated = rows[:, _STATED_CONFLICT] > 0.5
+        return np.where(stated, self.conflict_threshold, self.contradict_threshold)
 
     @classmethod
     def from_dict(cls, data: dict) -> DecisionModel:
@@ -84,6 +104,14 @@ class DecisionModel:
             contradict_threshold=float(data["thresholds"]["contradicted"]),
             support_threshold=float(data["thresholds"]["supported"]),
             temperature=float(data.get("temperature", 1.0)),
+            calibration=(
+                tuple((float(a), float(b)) for a, b in data["calibration"]) if data.get("calibration") else None
+            ),
+            conflict_threshold=(
+                float(data["thresholds"]["contradicted_stated_conflict"])
+                if data["thresholds"].get("contradicted_stated_conflict") is not None
+                else None
+            ),
         )
 
     def to_dict(self) -> dict:
@@ -95,9 +123,23 @@ class DecisionModel:
             "scale": self.scale.tolist(),
             "coef": self.coef.tolist(),
             "intercept": self.intercept.tolist(),
-            "thresholds": {"contradicted": self.contradict_threshold, "supported": self.support_threshold},
+            "thresholds": {
+                "contradicted": self.contradict_threshold,
+                "contradicted_stated_conflict": self.conflict_threshold,
+                "supported": self.support_threshold,
+            },
             "temperature": self.temperature,
+            "calibration": [list(ab) for ab in self.calibration] if self.calibration else None,
         }
+
+    def confidence(self, label: int, p: float) -> float:
+        """The probability that ``label`` (given with probability ``p``) is right (see :attr:`calibration`)."""
+        if not self.calibration:
+            return round(min(max(p, 0.0), 1.0), 4)
+        a, b = self.calibration[label]
+        x = math.log(max(p, 1e-4) / max(1.0 - p, 1e-4))
+        z = min(max(a * x + b, -30.0), 30.0)
+        return round(1.0 / (1.0 + math.exp(-z)), 4)
 
     def probabilities(self, x: np.ndarray) -> np.ndarray:
         """P(supported), P(contradicted), P(not_found) for one feature vector (or a matrix of them)."""
@@ -132,21 +174,40 @@ def load_decision(model_dir: Path) -> DecisionModel:
 def probabilities(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Unit | None, Unit | None]:
     """The label probabilities of a scored request, with its most supporting and most contradicting
     sentence; a support that :func:`support_conflicts` rules out is returned as None."""
+    p, support, contra, _ = _read(scored, model)
+    return p, support, contra
+
+
+def _read(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Unit | None, Unit | None, float]:
+    """:func:`probabilities` and the request's contradiction threshold."""
     units = units_of(scored)
     x, support, contra = request_features(scored, units)
+    p = model.probabilities(x)
     if support is not None and bool(support_conflicts(x)[0]):
         support = None
-    return model.probabilities(x), support, contra
+        p = rule_out_support(p)
+    return p, support, contra, float(model.contradiction_bar(x)[0])
+
+
+def rule_out_support(p: np.ndarray) -> np.ndarray:
+    """The probabilities given that the claim is not supported (its support ruled out by
+    :func:`support_conflicts`): support's share goes to the other two labels in proportion."""
+    q = np.array(p, dtype=np.float64, copy=True)
+    rest = q[..., CONTRA] + q[..., NF]
+    q[..., SUP] = 0.0
+    q[..., CONTRA] = q[..., CONTRA] / np.maximum(rest, 1e-12)
+    q[..., NF] = 1.0 - q[..., CONTRA]
+    return q
 
 
 def settled(scored: Scored, model: DecisionModel, config: LocalJudgeConfig, settle_at: float | None) -> bool:
     """Whether the first round already decides the request: its support or its contradiction is as
     probable as ``config.settle`` (or the request's higher ``settle_at``). A request that looks
     unsupported is read further: the second round may find what backs it."""
-    p, support, _ = probabilities(scored, model)
+    p, support, _, contra_bar = _read(scored, model)
     bar = max(config.settle, settle_at or 0.0)
     return bool(support is not None and p[SUP] >= bar and p[SUP] >= model.support_threshold) or bool(
-        p[CONTRA] >= max(config.settle, model.contradict_threshold)
+        p[CONTRA] >= max(config.settle, contra_bar)
     )
 
 
@@ -173,25 +234,25 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
     """The verdict for one scored request: its label, calibrated confidence, quote and parts."""
     if scored.reason is not None:
         return JudgeVerdict(label="not_found", confidence=1.0, reason=scored.reason)
-    p, support, contra = probabilities(scored, model)
+    p, support, contra, contra_bar = _read(scored, model)
     split = len(scored.parts) > 1
-    p_support = float(p[SUP]) if support is not None else 0.0  # a support ruled out weighs nothing
-    if contra is not None and p[CONTRA] >= model.contradict_threshold and p[CONTRA] >= p_support:
+    p_support = float(p[SUP])  # 0 where support was ruled out
+    if contra is not None and p[CONTRA] >= contra_bar and p[CONTRA] >= p_support:
         return JudgeVerdict(
             label="contradicted",
             evidence_quote=scored.units[contra.index].text,
-            confidence=round(float(p[CONTRA]), 4),
+            confidence=model.confidence(CONTRA, float(p[CONTRA])),
         )
     if support is not None and p_support >= model.support_threshold:
         parts = [part for part, _ in scored.parts] if split else None
         return JudgeVerdict(
             label="supported",
             evidence_quote=_support_quote(scored, support),
-            confidence=round(float(p[SUP]), 4),
+            confidence=model.confidence(SUP, float(p[SUP])),
             supported_parts=parts,
             missing_parts=[] if split else None,
         )
-    verdict = JudgeVerdict(label="not_found", confidence=round(float(p[NF]), 4))
+    verdict = JudgeVerdict(label="not_found", confidence=model.confidence(NF, float(p[NF])))
     if split:
         backed, missing = _parts_verdict(scored, config)
         first = next((c for part, cands in scored.parts if part in backed for c in cands if c.scored), None)
@@ -213,6 +274,7 @@ __all__ = [
     "decide",
     "load_decision",
     "probabilities",
+    "rule_out_support",
     "settled",
     "support_conflicts",
 ]
