@@ -187,8 +187,8 @@ DEMO_ANSWER = """Water boils at 100 degrees Celsius at sea level [1]. In Denver 
 Celsius [1]. A pressure cooker lets water reach 150 degrees Celsius before it boils [1].
 
 *Titanic* (1997) was directed by [James Cameron]({base}/titanic). It starred Brad Pitt and Kate \
-Winslet ([film notes]({base}/titanic)). Titanic was released in 1998 ({base}/titanic). Its first cut ran for more than four hours \
-({base}/titanic-first-cut).
+Winslet ([film notes]({base}/titanic)). Titanic was released in 1998 ({base}/titanic). Its first cut \
+ran for more than four hours ({base}/titanic-first-cut).
 
 [1]: {base}/boiling
 """
