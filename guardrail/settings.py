@@ -37,6 +37,10 @@ DEFAULT_MAX_URLS = 100
 DEFAULT_MAX_CHECKS = 3200
 """Most (claim, source) pairs judged in one call: 200 claims against the 16 facts the grounding check
 keeps per claim."""
+DEFAULT_MAX_CONNECTIONS = 1000
+"""Connections the service keeps open at once, in all (``GUARDRAIL_MAX_CONNECTIONS``)."""
+DEFAULT_MAX_CLIENT_CONNECTIONS = 100
+"""Connections the service keeps open at once from one client address (``GUARDRAIL_MAX_CLIENT_CONNECTIONS``)."""
 DEFAULT_HOST_CONCURRENCY = 4
 """Requests in flight to one host, by default (``GUARDRAIL_HOST_CONCURRENCY``)."""
 DEFAULT_HOST_RATE = 5.0
@@ -126,6 +130,15 @@ class Settings(BaseSettings):
     )
     request_timeout: float = _env("GUARDRAIL_REQUEST_TIMEOUT", "service: seconds per request", default=120.0, gt=0)
     body_timeout: float = _env("GUARDRAIL_BODY_TIMEOUT", "service: seconds to receive a body", default=30.0, gt=0)
+    max_connections: int = _env(
+        "GUARDRAIL_MAX_CONNECTIONS", "service: connections open at once", default=DEFAULT_MAX_CONNECTIONS, ge=1
+    )
+    max_client_connections: int = _env(
+        "GUARDRAIL_MAX_CLIENT_CONNECTIONS",
+        "service: connections open at once from one client address",
+        default=DEFAULT_MAX_CLIENT_CONNECTIONS,
+        ge=1,
+    )
     audit_wait: float = _env(
         "GUARDRAIL_AUDIT_WAIT", "CLI: seconds to wait at the end for audit rows held up", default=30.0, ge=0
     )

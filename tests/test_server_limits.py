@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -25,7 +26,7 @@ from fastapi.testclient import TestClient
 
 from guardrail import Settings, Verifier
 from guardrail.apps.server import create_app
-from guardrail.apps.server.protocol import MAX_HEAD_BYTES, GuardedH11Protocol
+from guardrail.apps.server.protocol import MAX_HEAD_BYTES, ConnectionLimits, GuardedH11Protocol
 from guardrail.store import AuditStore
 from tests.fakes import HashEmbedder, OverlapJudge, SlowCpuJudge
 from tests.fixtures.server import FixtureServer, Route, counting
@@ -384,6 +385,69 @@ def test_a_slow_head_is_cut_off_and_an_oversized_one_answers_431() -> None:
             conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1024 * 1024) + b"\r\n\r\n")
             assert conn.recv(4096).startswith(b"HTTP/1.1 431")
         assert httpx.get(f"http://{host}:{port}/health", timeout=5).status_code == 200
+
+
+def test_an_idle_connection_is_closed_within_the_head_deadline() -> None:
+    with served(create_app(verifier=fake_verifier())) as (host, port):
+        with socket.create_connection((host, port), timeout=10) as conn:  # never sends a byte
+            start = time.perf_counter()
+            reply = _read_to_close(conn)  # a socket timeout (10 s) fails the test: it was kept open
+            assert time.perf_counter() - start < 5
+        assert reply == b"" or reply.startswith(b"HTTP/1.1 408"), reply
+
+
+def test_a_head_over_32_kib_in_one_write_answers_431() -> None:
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n"
+    with served(create_app(verifier=fake_verifier())) as (host, port):
+        with socket.create_connection((host, port), timeout=10) as conn:
+            conn.sendall(head)  # complete in one write: h11 alone checks only incomplete heads
+            reply = _read_to_close(conn)
+        assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
+        assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["code"] == 431
+        just_under = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 30_000 + b"\r\n\r\n"
+        with socket.create_connection((host, port), timeout=10) as conn:
+            conn.sendall(just_under)
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+
+
+class TwoPerClient(QuickHead):
+    limits = ConnectionLimits(total=3, per_client=2)
+
+
+def test_connections_over_the_caps_answer_503_naming_the_setting() -> None:
+    app = create_app(verifier=fake_verifier())
+    with uvicorn_served(app, http=TwoPerClient, h11_max_incomplete_event_size=MAX_HEAD_BYTES) as (host, port):
+        mine = [socket.create_connection((host, port), timeout=10) for _ in range(3)]
+        # Which one is third is the server's accept order: exactly one is refused at once, the
+        # other two (idle) are closed at their head deadline.
+        replies = [_read_to_close(conn) for conn in mine]
+        refused = [r for r in replies if r.startswith(b"HTTP/1.1 503")]
+        assert len(refused) == 1, replies
+        assert b"GUARDRAIL_MAX_CLIENT_CONNECTIONS" in refused[0] and b"retry-after: 1" in refused[0].lower()
+        # Two addresses, two connections each: within the per-client cap, one over the total.
+        sources = ("127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2")
+        others = [socket.create_connection((host, port), timeout=10, source_address=(a, 0)) for a in sources]
+        replies = [_read_to_close(conn) for conn in others]
+        refused = [r for r in replies if r.startswith(b"HTTP/1.1 503")]
+        assert len(refused) == 1 and b"GUARDRAIL_MAX_CONNECTIONS" in refused[0], replies
+        for conn in mine + others:
+            conn.close()
+        assert httpx.get(f"http://{host}:{port}/health", timeout=5).status_code == 200  # all closed: served again
+
+
+def test_the_access_log_never_holds_a_query_string(caplog: pytest.LogCaptureFixture) -> None:
+    access = logging.getLogger("uvicorn.access")
+    with served(create_app(verifier=fake_verifier())) as (host, port):
+        access.addHandler(caplog.handler)  # uvicorn's own config does not propagate it to the root
+        try:
+            with caplog.at_level(logging.INFO, logger="uvicorn.access"):
+                response = httpx.get(f"http://{host}:{port}/health?token=sk-secret-123", timeout=5)
+        finally:
+            access.removeHandler(caplog.handler)
+    assert response.status_code == 200
+    lines = [r.getMessage() for r in caplog.records if r.name == "uvicorn.access"]
+    assert any("GET /health HTTP/1.1" in line for line in lines), lines
+    assert not any("sk-secret-123" in line or "?" in line for line in lines), lines
 
 
 def test_a_kept_alive_connection_survives_a_refused_body() -> None:
