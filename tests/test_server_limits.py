@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,9 +27,13 @@ from fastapi.testclient import TestClient
 
 from guardrail import Settings, Verifier
 from guardrail.apps.server import create_app
+from guardrail.apps.server.models import PresetName
 from guardrail.apps.server.protocol import MAX_HEAD_BYTES, ConnectionLimits, GuardedH11Protocol
+from guardrail.core.policy import POLICY_PRESETS
+from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.store import AuditStore
 from tests.fakes import HashEmbedder, OverlapJudge, SlowCpuJudge
+from tests.fixtures.crawlbase_server import FakeCrawlbase
 from tests.fixtures.server import FixtureServer, Route, counting
 from tests.fixtures.uvicorn_server import served as uvicorn_served
 from tests.test_audit_writer import HeldLock
@@ -129,6 +134,76 @@ def test_a_422_never_echoes_the_input(client: TestClient) -> None:
         assert response.status_code == 422, response.text
         assert len(response.content) < 4000 and "x" * 400 not in response.text
         assert all("input" not in e for e in response.json()["detail"])
+
+
+def test_a_422_names_the_field_and_the_rule_never_the_value(client: TestClient) -> None:
+    marker = "SECRET-VALUE-7f3a"
+    bodies = [
+        ("/v1/guard", {"answer": "A claim [1].", "policy": marker}),  # an unknown preset's name
+        ("/v1/guard", {"answer": "A claim [1].", "policy": {"preset": marker}}),
+        ("/v1/guard", {"answer": "A claim [1].", "policy": {"supported": marker}}),  # was input_value='...'
+        ("/v1/guard", {"answer": "A claim [1].", "policy": {"not_found": ["strip", marker]}}),
+        ("/v1/guard", {"answer": "A claim [1].", "sources": [marker]}),  # not a URL
+        ("/v1/guard", {"answer": "A claim [1].", "sources": [{"url": 5, "title": marker}]}),
+        ("/verify", {"claim": marker, "urls": [marker, 5]}),
+    ]
+    for path, body in bodies:
+        response = client.post(path, json=body)
+        assert response.status_code == 422, (body, response.text)
+        assert marker not in response.text and "input_value" not in response.text, response.text
+        assert all(e["loc"][0] == "body" and e["msg"] for e in response.json()["detail"])
+    policy = client.post("/v1/guard", json={"answer": "A claim [1].", "policy": {"supported": marker}}).json()
+    assert "not a valid policy: each action is keep, annotate, strip or block" in policy["error"]["message"]
+
+
+def test_false_is_not_a_number_for_the_float_fields(client: TestClient) -> None:
+    guard = client.post("/v1/guard", json={"answer": "A claim [1].", "policy": {"min_confidence": False}})
+    assert_422(guard, ["body", "policy", "PolicySpec", "min_confidence"])
+    spec = {"citationThreshold": False}
+    grounding = client.post("/v1/check-grounding", json={"answerCandidate": "A.", "facts": [], "groundingSpec": spec})
+    assert_422(grounding, ["body", "groundingSpec", "citationThreshold"])
+    ok = client.post("/v1/guard", json={"answer": "A claim [1].", "policy": {"min_confidence": 1}})
+    assert ok.status_code == 200, ok.text  # an integer is still a number
+
+
+def test_the_preset_names_the_service_accepts_are_the_policy_presets() -> None:
+    assert set(typing.get_args(PresetName)) == set(POLICY_PRESETS)
+
+
+def test_openapi_declares_the_vertex_path_parameters(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    vertex = paths["/v1/projects/{project}/locations/{location}/groundingConfigs/{config}:check"]["post"]
+    declared = {(p["name"], p["in"], p["required"]) for p in vertex["parameters"]}
+    assert declared == {("project", "path", True), ("location", "path", True), ("config", "path", True)}
+    answer = client.post(
+        "/v1beta/projects/p/locations/global/groundingConfigs/default_grounding_config:check",
+        json={"answerCandidate": "Ice is cold.", "facts": [{"factText": "Ice is cold."}]},
+    )
+    assert answer.status_code == 200, answer.text
+
+
+def test_our_configuration_failure_answers_503_on_every_route(pages: FixtureServer) -> None:
+    """Crawlbase rejecting the token is a ConfigurationError, a ValueError: /v1/guard once caught it
+    as bad input (422) while /verify answered 503."""
+    api = FakeCrawlbase().start()
+    try:
+        fetcher = CrawlbaseFetcher("rejected-token", api_url=api.api_url, retry_base_delay=0.01)
+        verifier = Verifier(
+            fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder(), settings=Settings(**NO_STORES)
+        )
+        url = "https://example.org/water"
+        with TestClient(create_app(verifier=verifier)) as c:
+            answers = [
+                c.post("/verify", json={"claim": CLAIM, "urls": [url]}),
+                c.post("/v1/guard", json={"answer": f"{CLAIM} [1]", "sources": [url]}),
+                c.post("/v1/guard", json={"answer": f"{CLAIM} [water]({url})", "policy": "strict"}),
+            ]
+    finally:
+        api.stop()
+    for response in answers:
+        assert response.status_code == 503, response.text
+        assert "CRAWLBASE_TOKEN" in response.json()["detail"] and "rejected-token" not in response.text
+        assert response.json()["error"]["status"] == "UNAVAILABLE"
 
 
 def test_an_unhandled_error_answers_json_500_in_the_house_shape() -> None:

@@ -8,9 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import Enum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field
+
+
+def _not_a_boolean(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("a number is needed, not true or false")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_not_a_boolean)]
+"""A float field that refuses ``true``/``false`` (pydantic's lax mode reads them as 1.0 and 0.0),
+still taking an integer or a numeric string (proto3 JSON, which Vertex clients speak, allows both)."""
 
 
 class Label(str, Enum):
