@@ -234,6 +234,12 @@ class DirectFetcher:
         except UrlRefused as exc:
             log.info("refused %s: %s", progress.current, exc.detail)
             return _Outcome(self._failed(progress, exc.reason))
+        except httpx.InvalidURL as exc:
+            # Not an HTTPError: httpx raises it out of send() for a redirect whose Location it cannot
+            # parse (mailto:, about:blank, data:, javascript:, tel:, "http:\\host"), even with
+            # follow_redirects off. The page's link is dead, not our code: no traceback.
+            log.info("unusable URL after %s: %s", progress.current, exc)
+            return _Outcome(self._failed(progress, Reason.invalid_url.value))
         except (asyncio.TimeoutError, httpx.TimeoutException):
             log.info("timed out fetching %s", progress.current)
             return _Outcome(self._failed(progress, Reason.fetch_timeout.value))
