@@ -56,7 +56,7 @@ from guardrail.bridges import run_sync
 from guardrail.core.extract import extract_claims
 from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import normalize_for_match
-from guardrail.core.schema import AnswerClaim, ClaimReport, Label, Number, Reason, UrlVerdict
+from guardrail.core.schema import AnswerClaim, ClaimReport, Label, Number, UrlVerdict, is_our_failure
 from guardrail.extras import install_command
 from guardrail.limits import check_count, check_text, check_texts
 from guardrail.retrieval import best_indices, similarities
@@ -335,11 +335,13 @@ async def acheck_grounding_request(
         for text, chosen in zip(claim_texts, shortlist, strict=True)
     ]
     reports = await verifier.averify_many(tasks) if tasks else []
-    ours = (Reason.judge_error.value, Reason.internal_error.value)
-    failed = sum(1 for r in reports for v in r.citations if v.reason in ours)
+    failed = sum(1 for r in reports for v in r.citations if is_our_failure(v.reason))
     if failed:
         total = sum(len(r.citations) for r in reports)
-        raise GroundingJudgeError(f"the judge failed on {failed} of {total} (claim, fact) pairs; try again")
+        raise GroundingJudgeError(
+            f"{failed} of {total} (claim, fact) pairs could not be checked (the judge failed, or "
+            "GUARDRAIL_DEADLINE passed); try again"
+        )
     scored = {
         claim_index: _score_claim(request, chosen, report)
         for claim_index, chosen, report in zip(checked, shortlist, reports, strict=True)

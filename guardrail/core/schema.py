@@ -71,6 +71,7 @@ class Reason(str, Enum):
     partially_supported = "partially_supported"
     combined_sources = "combined_sources"
     unsupported_language = "unsupported_language"
+    deadline = "deadline"
 
     def __str__(self) -> str:
         return self.value
@@ -110,6 +111,8 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     "back every part of it (each citation keeps its own verdict and supported_parts).",
     Reason.unsupported_language.value: "The claim or the page is not in English, which the embedded judge "
     "cannot read (an LLM judge can).",
+    Reason.deadline.value: "The call's deadline (GUARDRAIL_DEADLINE) passed before this citation was checked "
+    "(a fetch or a judge that did not answer in time); could not check, never the page's fault.",
 }
 
 
@@ -123,7 +126,14 @@ RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
 ACCESS_DENIED_STATUSES = frozenset({401, 403, 407, 451})
 """Statuses that refuse *us* (a login, a bot wall, a proxy, a legal block): the page may be fine."""
 _TRANSPORT_UNCHECKED = frozenset({Reason.fetch_timeout.value, Reason.fetch_error.value})
-_OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value})
+_OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value, Reason.deadline.value})
+
+
+def is_our_failure(reason: str | None) -> bool:
+    """A citation left unchecked by us, not by the page: a failure of our own code
+    (``internal_error``), of the judge (``judge_error``), or the call's ``deadline``. Worth checking
+    again later; read ``could_not_check``."""
+    return reason in _OUR_FAILURES
 
 
 def status_of_reason(reason: str | None) -> int | None:
@@ -154,7 +164,7 @@ class VerdictKind(str, Enum):
     The judged labels stand for themselves; ``unreachable`` splits into ``dead_link`` (the page is
     gone: 404, 410, no such host, an unusable URL) and ``could_not_check`` (the page did not answer
     now or refused us), and ``could_not_check`` also takes our own failures (``internal_error``,
-    ``judge_error``), which are labelled ``not_found`` but are never the page's fault.
+    ``judge_error``, ``deadline``), which are labelled ``not_found`` but are never the page's fault.
     """
 
     supported = "supported"
@@ -171,7 +181,7 @@ def verdict_kind(label: Label, reason: str | None) -> VerdictKind:
     """The :class:`VerdictKind` of a verdict with ``label`` and ``reason``."""
     if label == Label.unreachable:
         return VerdictKind.could_not_check if is_unchecked_reason(reason) else VerdictKind.dead_link
-    if label == Label.not_found and reason in _OUR_FAILURES:
+    if label == Label.not_found and is_our_failure(reason):
         return VerdictKind.could_not_check
     return VerdictKind(label.value)
 
@@ -187,6 +197,12 @@ def overall_kind(overall: Label, kinds: Iterable[VerdictKind]) -> VerdictKind:
     if overall == Label.not_found and seen and all(k == unchecked for k in seen):
         return unchecked
     return verdict_kind(overall, None)
+
+
+_DETAIL = (
+    "For a citation we could not check (internal_error, deadline): which stage failed and how, "
+    "such as 'judge my-judge answered a dict, not a list of JudgeVerdict'. Never page text."
+)
 
 
 class FetchedPage(BaseModel):
@@ -209,6 +225,7 @@ class FetchedPage(BaseModel):
     reason: str | None = None
     redirects: list[str] = Field(default_factory=list, description="Each URL redirected through, in order.")
     fetcher: str = "direct"
+    detail: str | None = Field(default=None, description=_DETAIL)
 
 
 class PageAssessment(BaseModel):
@@ -262,6 +279,7 @@ class JudgeVerdict(BaseModel):
     reason: str | None = None
     supported_parts: list[str] | None = _SUPPORTED_PARTS
     missing_parts: list[str] | None = _MISSING_PARTS
+    detail: str | None = Field(default=None, description=_DETAIL)
 
 
 class UrlVerdict(BaseModel):
@@ -277,6 +295,7 @@ class UrlVerdict(BaseModel):
     reason: str | None = None
     supported_parts: list[str] | None = _SUPPORTED_PARTS
     missing_parts: list[str] | None = _MISSING_PARTS
+    detail: str | None = Field(default=None, description=_DETAIL)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

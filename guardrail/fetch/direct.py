@@ -151,13 +151,15 @@ class DirectFetcher:
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> DirectFetcher:
         """A fetcher configured from ``settings`` (``GUARDRAIL_*`` variables); ``overrides`` win."""
+        budget = settings.page_budget(2 * settings.fetch_timeout)  # a page's attempts, inside the deadline
         options: dict[str, Any] = {
             "allow_private_hosts": settings.allow_private_hosts,
-            "timeout": settings.fetch_timeout,
+            "timeout": min(settings.fetch_timeout, budget),
+            "total_timeout": budget,
             "max_bytes": settings.max_bytes,
             "max_redirects": settings.max_redirects,
             "concurrency": settings.concurrency,
-            "retry": RetryPolicy(attempts=settings.fetch_attempts, budget=2 * settings.fetch_timeout),
+            "retry": RetryPolicy(attempts=settings.fetch_attempts, budget=budget),
             "host_limits": HostLimits(concurrency=settings.host_concurrency, rate=settings.host_rate or None),
         }
         options.update(overrides)
