@@ -623,7 +623,12 @@ def test_stream_chunks_extract_like_the_whole() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["http://[2001:db8::1]/page", "https://[2001:db8::1]:8443/a/b?q=1#f", "http://[::1]/x", "http://[fe80::1%25eth0]/x"],
+    [
+        "http://[2001:db8::1]/page",
+        "https://[2001:db8::1]:8443/a/b?q=1#f",
+        "http://[::1]/x",
+        "http://[fe80::1%25eth0]/x",
+    ],
 )
 def test_urls_with_ipv6_literal_hosts_are_recognised(url: str) -> None:
     """linkify-it-py knows no IPv6 literal: the host is read by us, the rest of the URL by it."""
