@@ -1,6 +1,7 @@
-"""Issue 12's attacks replayed against the real service, and the load it must hold.
+"""Issue 12's and issue 23's attacks replayed against the real service, and the load it must hold.
 
     python bench/attacks.py [--out bench/results/attacks.json] [--skip-load] [--bomb-mib 1024]
+                            [--before-ref REF] [--only NAME ...]
 
 What runs, all on 127.0.0.1 and offline:
 
@@ -20,6 +21,13 @@ each time, audit store on, two identical rounds (req/s, p50/p95, errors, RSS bef
 Written to ``bench/results/attacks.json``. The decompression bombs depend on the fetcher's own fix
 (another branch); their figures are reported as they are. A watchdog kills the service if its RSS
 passes ``--rss-kill-mib`` (the machine is shared) and says so in the results.
+
+Issue 23 added the slow clients: connections that never send a byte (``idle_connections_300``: how
+many the service refuses, closes, or still answers after 15 s, and its open files), clients silent
+for 6 s that then trickle a head a byte a second (``slow_client_trickle_50``: seconds from connect
+to close), and a 40 KB head in one write. ``--before-ref REF`` also runs the attacks against the
+service as it is at git ``REF`` (its ``guardrail`` package exported and put first on the service's
+path; the load is not repeated there), under ``before``. ``--only`` runs the attacks named.
 """
 
 from __future__ import annotations
@@ -31,11 +39,13 @@ import gzip
 import json
 import os
 import platform
+import selectors
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -43,6 +53,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +118,8 @@ class Service:
     """``guardrail serve`` in a subprocess, with its stores in ``folder``."""
 
     folder: Path
+    package_root: Path | None = None
+    """A ``guardrail`` package to serve instead of this checkout's (``--before-ref``)."""
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     killed_at_mib: float | None = None
@@ -128,8 +141,10 @@ class Service:
             "GUARDRAIL_AUDIT_DB": str(self.audit_path),
             **ONE_ORIGIN,
         }
+        if self.package_root is not None:  # first on the path: for "-m" that is the working folder
+            env["PYTHONPATH"] = os.pathsep.join([str(self.package_root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         cmd = [sys.executable, "-m", "guardrail.apps.cli", "serve", "--allow-private-hosts", "--port", str(self.port)]
-        self.proc = subprocess.Popen([*cmd, "--log-level", "error"], env=env)
+        self.proc = subprocess.Popen([*cmd, "--log-level", "error"], env=env, cwd=self.package_root)
         started = time.perf_counter()
         while True:
             if self.proc.poll() is not None:
@@ -161,6 +176,13 @@ class Service:
     def reset_peak(self) -> None:
         """Reset the kernel's peak-RSS mark (VmHWM) to the current RSS."""
         Path(f"/proc/{self.pid}/clear_refs").write_text("5")
+
+    def open_files(self) -> int:
+        """How many file descriptors the service holds open now (0 once it is gone)."""
+        try:
+            return len(os.listdir(f"/proc/{self.pid}/fd"))
+        except OSError:
+            return 0
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds the process (all its threads) has used."""
@@ -201,6 +223,8 @@ class HealthProbe(threading.Thread):
         self.latencies: list[float] = []
         self.failures = 0
         self.stopped = threading.Event()
+        self.connected = threading.Event()
+        """Set after the first probe: its connection is open before the attack starts."""
 
     def run(self) -> None:
         with httpx.Client(base_url=self.base, timeout=30) as http:
@@ -211,6 +235,7 @@ class HealthProbe(threading.Thread):
                 except httpx.HTTPError:
                     ok = False
                 self.latencies.append(time.perf_counter() - start) if ok else self._failed()
+                self.connected.set()
                 self.stopped.wait(0.05)
 
     def _failed(self) -> None:
@@ -233,6 +258,7 @@ def measure(service: Service, name: str, attack: Callable[[Service], dict[str, A
     service.reset_peak()
     probe = HealthProbe(service.base)
     probe.start()
+    probe.connected.wait(30)  # a client already connected: the connection caps count it in
     start = time.perf_counter()
     try:
         outcome = attack(service)
@@ -411,6 +437,127 @@ def slowloris(count: int) -> Callable[[Service], dict[str, Any]]:
         }
 
     return attack
+
+
+def _watch_closing(
+    conns: list[socket.socket], until: float, service: Service, tick: Callable[[], None] | None = None
+) -> tuple[dict[socket.socket, tuple[Any, float]], int]:
+    """Watch ``conns`` (non-blocking) until the server closes each or ``until`` (perf_counter) comes:
+    for each closed one, (its status or "closed", seconds since the watch began); and the most file
+    descriptors the service held meanwhile. ``tick`` runs about once a second (a client's next byte)."""
+    started = time.perf_counter()
+    selector = selectors.DefaultSelector()
+    replies: dict[socket.socket, bytes] = {}
+    for conn in conns:
+        conn.setblocking(False)
+        selector.register(conn, selectors.EVENT_READ)
+        replies[conn] = b""
+    closed: dict[socket.socket, tuple[Any, float]] = {}
+    peak_fds = service.open_files()
+    next_tick = started + 1.0
+    while selector.get_map() and time.perf_counter() < until:
+        for key, _ in selector.select(timeout=0.25):
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)
+            try:
+                chunk = sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if chunk:
+                replies[sock] += chunk
+                continue
+            selector.unregister(sock)
+            closed[sock] = (_status_of(replies[sock]) if replies[sock] else "closed", time.perf_counter() - started)
+        peak_fds = max(peak_fds, service.open_files())
+        if tick is not None and time.perf_counter() >= next_tick:
+            tick()
+            next_tick += 1.0
+    selector.close()
+    return closed, peak_fds
+
+
+def _tally(closed: dict[socket.socket, tuple[Any, float]], count: int) -> dict[str, int]:
+    statuses: dict[str, int] = {}
+    for status, _ in closed.values():
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+    if count > len(closed):
+        statuses["still open"] = count - len(closed)
+    return statuses
+
+
+def idle_connections(count: int, watch: float = 15.0) -> Callable[[Service], dict[str, Any]]:
+    """``count`` connections that never send a byte, watched for ``watch`` seconds; then /health is
+    asked on one still open (a client idle that long should have been let go)."""
+
+    def attack(service: Service) -> dict[str, Any]:
+        files_before = service.open_files()
+        conns = [socket.create_connection(("127.0.0.1", service.port), timeout=10) for _ in range(count)]
+        closed, peak = _watch_closing(conns, time.perf_counter() + watch, service)
+        still_open = [c for c in conns if c not in closed]
+        health_after: Any = None
+        if still_open:
+            probe = still_open[0]
+            probe.setblocking(True)
+            probe.settimeout(10)
+            with contextlib.suppress(OSError):
+                probe.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            health_after = _status_of(_read_all(probe))
+        for conn in conns:
+            conn.close()
+        files_after = service.open_files()
+        let_go = [seconds for status, seconds in closed.values() if status != 503]
+        return {
+            "status": _tally(closed, count),
+            "closed_by_service_max_s": round(max(let_go), 1) if let_go else None,
+            "health_on_a_connection_idle_15s": health_after,
+            "open_files_before": files_before,
+            "open_files_peak": peak,
+            "open_files_after": files_after,
+            "note": f"{count} connections that never send a byte, watched {watch:g} s",
+        }
+
+    return attack
+
+
+def slow_trickle(count: int, silent: float = 6.0, watch: float = 25.0) -> Callable[[Service], dict[str, Any]]:
+    """``count`` clients silent for ``silent`` seconds, then sending a request head one byte a second
+    (it would take 60 s): seconds from connect until the service closed each."""
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 30 + b"\r\n\r\n"
+
+    def attack(service: Service) -> dict[str, Any]:
+        conns = [socket.create_connection(("127.0.0.1", service.port), timeout=10) for _ in range(count)]
+        start = time.perf_counter()
+        sent = [0]
+
+        def next_byte() -> None:
+            if time.perf_counter() - start < silent or sent[0] >= len(head):
+                return
+            for conn in conns:
+                with contextlib.suppress(OSError):
+                    conn.send(head[sent[0] : sent[0] + 1])
+            sent[0] += 1
+
+        closed, peak = _watch_closing(conns, start + watch, service, tick=next_byte)
+        for conn in conns:
+            conn.close()
+        seconds = sorted(s for _, s in closed.values())
+        return {
+            "status": _tally(closed, count),
+            "closed_after_connect_s_median": round(statistics.median(seconds), 1) if seconds else None,
+            "closed_after_connect_s_max": round(seconds[-1], 1) if seconds else None,
+            "head_bytes_sent": sent[0],
+            "open_files_peak": peak,
+            "note": f"silent {silent:g} s, then one byte a second; a 10 s head deadline",
+        }
+
+    return attack
+
+
+def head_40kb_one_write(service: Service) -> dict[str, Any]:
+    reply = raw_exchange(service, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n")
+    return {"status": _status_of(reply), "note": "a 40 KB request head sent in one write (limit 32 KiB)"}
 
 
 _HOLD_LOCK = """
@@ -604,7 +751,7 @@ def heavy_guard_body(claims: int = 200, sources: int = 5) -> dict[str, Any]:
 
 
 def attack_list(site: LoopbackSite) -> list[tuple[str, Callable[[Service], dict[str, Any]]]]:
-    """Each attack of issue 12, in order, with what it sends."""
+    """Each attack of issues 12 and 23, in order, with what it sends."""
     return [
         ("verify_gzip_gzip_bomb", verify_bomb(site, "/bomb-gzip-gzip")),
         ("verify_zstd_bomb", verify_bomb(site, "/bomb-zstd")),
@@ -617,7 +764,10 @@ def attack_list(site: LoopbackSite) -> list[tuple[str, Callable[[Service], dict[
         ("nan_infinity_bodies", nan_body),
         ("lone_surrogate_then_keepalive", lone_surrogate_keepalive),
         ("header_1MiB", header_1mib),
+        ("header_40KB_one_write", head_40kb_one_write),
         ("slowloris_500", slowloris(500)),
+        ("idle_connections_300", idle_connections(300)),
+        ("slow_client_trickle_50", slow_trickle(50)),
         ("audit_store_locked_10s", audit_locked(site)),
     ]
 
@@ -631,30 +781,64 @@ def _machine() -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Start the site and the service, replay the attacks and the load; the results."""
-    print(f"building {args.bomb_mib} MiB decompression bombs...", flush=True)
-    routes = {**demo_routes(), **bombs(args.bomb_mib), "/never": Route(handler=_never)}
-    site = LoopbackSite(routes).start()
-    results: dict[str, Any] = {"machine": _machine(), "bomb_decoded_mib": args.bomb_mib}
-    with tempfile.TemporaryDirectory() as folder:
-        service = Service(Path(folder))
-        results["startup_s"] = round(service.start(), 1)
-        print(f"service up in {results['startup_s']} s (pid {service.pid})", flush=True)
-        watchdog = Watchdog(service, args.rss_kill_mib)
-        watchdog.start()
-        try:
-            if not args.skip_load:
-                results["load"] = load_rounds(service, site)
-            results["attacks"] = [measure(service, name, attack) for name, attack in attack_list(site)]
-            results["attacks"].append(batch_big_row(site, Path(folder)))
+def export_ref(ref: str, folder: Path) -> Path:
+    """The ``guardrail`` package as it is at git ``ref``, exported into ``folder``."""
+    data = subprocess.run(["git", "archive", ref, "guardrail"], cwd=ROOT, capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder
+
+
+def run_service(
+    site: LoopbackSite, folder: Path, args: argparse.Namespace, package_root: Path | None, load: bool
+) -> dict[str, Any]:
+    """One service (this checkout's package, or ``package_root``'s): the load if asked, the attacks."""
+    results: dict[str, Any] = {}
+    folder.mkdir(parents=True, exist_ok=True)
+    service = Service(folder, package_root=package_root)
+    results["startup_s"] = round(service.start(), 1)
+    print(f"service up in {results['startup_s']} s (pid {service.pid})", flush=True)
+    watchdog = Watchdog(service, args.rss_kill_mib)
+    watchdog.start()
+    chosen = set(args.only or ())
+    try:
+        if load:
+            results["load"] = load_rounds(service, site)
+        attacks = [(n, a) for n, a in attack_list(site) if not chosen or n in chosen]
+        results["attacks"] = [measure(service, name, attack) for name, attack in attacks]
+        if not chosen or "batch_10.8MB_row" in chosen:
+            results["attacks"].append(batch_big_row(site, folder))
+        if not chosen or "sigterm_during_heavy_request" in chosen:
             if not service.alive():
                 service.start()
             results["attacks"].append(sigterm_in_flight(service, heavy_guard_body()))
-        finally:
-            watchdog.stopped.set()
-            service.stop()
-            site.stop()
+    finally:
+        watchdog.stopped.set()
+        service.stop()
+    return results
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Start the site and the service(s), replay the attacks and the load; the results."""
+    print(f"building {args.bomb_mib} MiB decompression bombs...", flush=True)
+    routes = {**demo_routes(), **bombs(args.bomb_mib), "/never": Route(handler=_never)}
+    site = LoopbackSite(routes).start()
+    results: dict[str, Any] = {
+        "command": "python bench/attacks.py " + " ".join(sys.argv[1:]),
+        "machine": _machine(),
+        "bomb_decoded_mib": args.bomb_mib,
+    }
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            results.update(run_service(site, Path(folder) / "after", args, None, load=not args.skip_load))
+        if args.before_ref:
+            print(f"-- the service at {args.before_ref}", flush=True)
+            with tempfile.TemporaryDirectory() as folder:
+                tree = export_ref(args.before_ref, Path(folder) / "package")
+                before = run_service(site, Path(folder) / "stores", args, tree, load=False)
+            results["before"] = {"ref": args.before_ref, **before}
+    finally:
+        site.stop()
     results["machine"]["load_avg_1m_after"] = round(os.getloadavg()[0], 2)
     return results
 
@@ -665,6 +849,8 @@ def main() -> None:
     parser.add_argument("--skip-load", action="store_true", help="only the attacks")
     parser.add_argument("--bomb-mib", type=int, default=1024, help="decoded size of each decompression bomb")
     parser.add_argument("--rss-kill-mib", type=int, default=8192, help="kill the service past this RSS")
+    parser.add_argument("--before-ref", help="also attack the service as it is at this git ref (no load there)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="only these attacks (names as in the results)")
     args = parser.parse_args()
     results = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -56,7 +56,7 @@ from guardrail.bridges import run_sync
 from guardrail.core.extract import extract_claims
 from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import normalize_for_match
-from guardrail.core.schema import AnswerClaim, ClaimReport, Label, Reason, UrlVerdict
+from guardrail.core.schema import AnswerClaim, ClaimReport, Label, Number, UrlVerdict, is_our_failure
 from guardrail.extras import install_command
 from guardrail.limits import check_count, check_text, check_texts
 from guardrail.retrieval import best_indices, similarities
@@ -110,7 +110,7 @@ class GroundingFact(_VertexModel):
 class GroundingSpec(_VertexModel):
     """How to check: Vertex's ``groundingSpec``."""
 
-    citation_threshold: float = Field(
+    citation_threshold: Number = Field(
         default=DEFAULT_CITATION_THRESHOLD,
         description="Least support probability (0-1) for a fact to be cited for a claim.",
     )
@@ -118,7 +118,7 @@ class GroundingSpec(_VertexModel):
     enable_anti_citations: bool = Field(
         default=False, description="Return contradicting facts per claim and a contradictionScore."
     )
-    anti_citation_threshold: float = Field(
+    anti_citation_threshold: Number = Field(
         default=DEFAULT_ANTI_CITATION_THRESHOLD,
         description="Least contradiction probability (0-1) for a fact to be anti-cited.",
     )
@@ -338,11 +338,13 @@ async def acheck_grounding_request(
         for text, chosen in zip(claim_texts, shortlist, strict=True)
     ]
     reports = await verifier.averify_many(tasks) if tasks else []
-    ours = (Reason.judge_error.value, Reason.internal_error.value)
-    failed = sum(1 for r in reports for v in r.citations if v.reason in ours)
+    failed = sum(1 for r in reports for v in r.citations if is_our_failure(v.reason))
     if failed:
         total = sum(len(r.citations) for r in reports)
-        raise GroundingJudgeError(f"the judge failed on {failed} of {total} (claim, fact) pairs; try again")
+        raise GroundingJudgeError(
+            f"{failed} of {total} (claim, fact) pairs could not be checked (the judge failed, or "
+            "GUARDRAIL_DEADLINE passed); try again"
+        )
     scored = {
         claim_index: _score_claim(request, chosen, report)
         for claim_index, chosen, report in zip(checked, shortlist, reports, strict=True)

@@ -239,6 +239,28 @@ def shared_embedder() -> CachingEmbedder:
         return _SHARED[0]
 
 
+class EmbedderError(ValueError):
+    """An embedder answered something that cannot be ranked: not one finite vector per text."""
+
+
+def checked_vectors(embedder: Embedder, vectors: object, count: int) -> Matrix:
+    """``vectors`` as a ``(count, dims)`` float32 matrix; :class:`EmbedderError` naming the embedder
+    for anything else: another shape, no numbers, or NaN / infinite values (they would rank every
+    passage alike, or first, and pass for evidence)."""
+    name = getattr(embedder, "name", type(embedder).__name__)
+    if count == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise EmbedderError(f"embedder {name} returned {type(vectors).__name__}, not a matrix of numbers") from None
+    if matrix.ndim != 2 or matrix.shape[0] != count:
+        raise EmbedderError(f"embedder {name} returned an array of shape {matrix.shape} for {count} texts")
+    if not np.isfinite(matrix).all():
+        raise EmbedderError(f"embedder {name} returned NaN or infinite values; they cannot be ranked")
+    return matrix
+
+
 def top_k(query: Matrix, candidates: Matrix, k: int) -> list[int]:
     """Indices of the ``k`` candidate rows most cosine-similar to ``query`` (best first).
 
@@ -262,7 +284,7 @@ async def similarities(embedder: Embedder, queries: Sequence[str], groups: Seque
     matrix per group, with every text embedded in one batch, off the event loop. The one
     retrieval step shared by the verifier (passages of a page) and the grounding check (facts)."""
     texts = [*queries, *(text for group in groups for text in group)]
-    vectors = await asyncio.to_thread(embedder.embed, texts)
+    vectors = checked_vectors(embedder, await asyncio.to_thread(embedder.embed, texts), len(texts))
     asked = vectors[: len(queries)]
     out: list[Matrix] = []
     start = len(queries)

@@ -39,6 +39,18 @@ DEFAULT_MAX_URLS = 100
 DEFAULT_MAX_CHECKS = 3200
 """Most (claim, source) pairs judged in one call: 200 claims against the 16 facts the grounding check
 keeps per claim."""
+DEFAULT_DEADLINE = 100.0
+"""Seconds one ``verify``, ``verify_answer`` or guard call may take by default (``GUARDRAIL_DEADLINE``)."""
+FETCH_SHARE = 0.6
+"""The most of the deadline one page's fetch may take (its attempts, redirects and API calls
+together): the rest is left for reading and judging, so a hung fetch reads ``fetch_timeout``."""
+REQUEST_SHARE = 0.9
+"""The most of the service's request timeout a call's deadline may take: the rest is for the
+policy and the answer, so a slow page or judge is a verdict in a 200, not a 504."""
+DEFAULT_MAX_CONNECTIONS = 1000
+"""Connections the service keeps open at once, in all (``GUARDRAIL_MAX_CONNECTIONS``)."""
+DEFAULT_MAX_CLIENT_CONNECTIONS = 100
+"""Connections the service keeps open at once from one client address (``GUARDRAIL_MAX_CLIENT_CONNECTIONS``)."""
 DEFAULT_HOST_CONCURRENCY = 4
 """Requests in flight to one host, by default (``GUARDRAIL_HOST_CONCURRENCY``)."""
 DEFAULT_HOST_RATE = 5.0
@@ -133,8 +145,20 @@ class Settings(BaseSettings):
     max_checks: int = _env(
         "GUARDRAIL_MAX_CHECKS", "(claim, source) pairs judged per call", default=DEFAULT_MAX_CHECKS, gt=0
     )
+    deadline: float = _env(
+        "GUARDRAIL_DEADLINE", "seconds per verify / verify_answer / guard call", default=DEFAULT_DEADLINE, gt=0
+    )
     request_timeout: float = _env("GUARDRAIL_REQUEST_TIMEOUT", "service: seconds per request", default=120.0, gt=0)
     body_timeout: float = _env("GUARDRAIL_BODY_TIMEOUT", "service: seconds to receive a body", default=30.0, gt=0)
+    max_connections: int = _env(
+        "GUARDRAIL_MAX_CONNECTIONS", "service: connections open at once", default=DEFAULT_MAX_CONNECTIONS, ge=1
+    )
+    max_client_connections: int = _env(
+        "GUARDRAIL_MAX_CLIENT_CONNECTIONS",
+        "service: connections open at once from one client address",
+        default=DEFAULT_MAX_CLIENT_CONNECTIONS,
+        ge=1,
+    )
     audit_wait: float = _env(
         "GUARDRAIL_AUDIT_WAIT", "CLI: seconds to wait at the end for audit rows held up", default=30.0, ge=0
     )
@@ -189,6 +213,17 @@ class Settings(BaseSettings):
         """Arguments first, then the environment (or the mapping given to :meth:`from_env`)."""
         environment = _ENVIRONMENT.get()
         return (init_settings, _MappingSource(settings_cls, os.environ if environment is None else environment))
+
+    def page_budget(self, wanted: float) -> float:
+        """Seconds one page's fetch may take in all: ``wanted`` (the fetcher's own budget), cut to
+        :data:`FETCH_SHARE` of the deadline, so the fetch ends (``fetch_timeout``) inside the call."""
+        return min(wanted, FETCH_SHARE * self.deadline)
+
+    def within_request_timeout(self) -> Settings:
+        """These settings with the deadline cut to :data:`REQUEST_SHARE` of ``request_timeout``
+        (the service): every stage's budget then fits inside the request's."""
+        fitted = min(self.deadline, REQUEST_SHARE * self.request_timeout)
+        return self if fitted == self.deadline else self.model_copy(update={"deadline": fitted})
 
     @classmethod
     def variable(cls, name: str) -> str:

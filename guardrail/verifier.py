@@ -7,12 +7,19 @@ extract -> fetch (-> archive, for dead links when an archive is given) -> interp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
-from collections.abc import Callable, Sequence
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timezone
+from datetime import date, datetime, timezone
+from datetime import time as time_of_day
 from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from guardrail.archive import Archive
 from guardrail.bridges import CpuGate, run_sync
@@ -62,6 +69,48 @@ after the chunk being judged. The price: one call of 256 hard requests took 33 s
 judge on 2 shared cores, chunks of 32 took 39 s in all (about 5 s each), chunks of 64 44 s (11 s
 each). The service's :class:`~guardrail.judges.batching.BatchingJudge` merges concurrent
 requests' chunks up to the same size, so under load nothing changes."""
+
+
+@dataclass(frozen=True)
+class _Deadline:
+    """When the current call must end (``time.monotonic()``), and the setting it came from."""
+
+    end: float
+    seconds: float
+
+
+_DEADLINE: ContextVar[_Deadline | None] = ContextVar("guardrail_deadline", default=None)
+"""The deadline of the public call in progress: set by the outermost one, seen by the stages it
+runs (and by the tasks they start, which copy the context)."""
+
+
+class _Late(Exception):
+    """The call's deadline passed while a stage was still running."""
+
+    def __init__(self, deadline: _Deadline, stage: str) -> None:
+        super().__init__(stage)
+        self.detail = f"{stage} had not finished when GUARDRAIL_DEADLINE ({deadline.seconds:g} s) passed"
+
+
+async def _in_time(awaitable: Awaitable[T], stage: str) -> T:
+    """``await awaitable``, cancelled when the current call's deadline passes (:class:`_Late`)."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return await awaitable
+    left = deadline.end - time.monotonic()
+    if left <= 0:
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()  # never started: no "was never awaited" warning
+        raise _Late(deadline, stage)
+    try:
+        return await asyncio.wait_for(awaitable, left)
+    except asyncio.TimeoutError:
+        if time.monotonic() < deadline.end:
+            raise  # the stage's own timeout, not the deadline
+        raise _Late(deadline, stage) from None
+
+
+_REASONS = frozenset(r.value for r in Reason)
 
 
 @dataclass(frozen=True)
@@ -159,6 +208,13 @@ class Verifier:
     (:mod:`guardrail.limits`: :class:`~guardrail.limits.RequestLimitError` above one, ``ValueError``
     naming the field for text that is not valid Unicode). CPU-heavy steps (extracting claims,
     reading pages into passages) run in worker threads, a few at a time, never on the event loop.
+
+    Every call ends within ``settings.deadline`` (``GUARDRAIL_DEADLINE``): a stage still running
+    then is cancelled, and the citations it had not decided read ``not_found`` / ``deadline``
+    (kind ``could_not_check``), the others keep their verdicts. A stage that answers the wrong types
+    (a judge's ``[None]``, a dict, an unknown label, a NaN confidence; a fetcher's ``None``; NaN
+    embeddings) never raises out of a call: its citations read ``internal_error``, with a
+    ``detail`` naming the stage and what was wrong.
     """
 
     def __init__(
@@ -234,6 +290,19 @@ class Verifier:
         how CPU-heavy steps stay off the event loop."""
         return await self._cpu.run(fn, *args)
 
+    @contextlib.contextmanager
+    def _deadline(self) -> Iterator[None]:
+        """The call's deadline for the block, unless an outer call of this context set one."""
+        if _DEADLINE.get() is not None:
+            yield
+            return
+        seconds = self.settings.deadline
+        token = _DEADLINE.set(_Deadline(end=time.monotonic() + seconds, seconds=seconds))
+        try:
+            yield
+        finally:
+            _DEADLINE.reset(token)
+
     # -- public entry points -------------------------------------------------
 
     async def averify(
@@ -261,7 +330,8 @@ class Verifier:
         in one batch, all (claim, source) pairs judged in one judge call."""
         checked = [self._check_task(task, f"tasks[{n}]" if len(tasks) > 1 else "") for n, task in enumerate(tasks)]
         self._check_work(checked)
-        return await self._verify_checked(checked, memo, answer_date)
+        with self._deadline():
+            return await self._verify_checked(checked, memo, answer_date)
 
     async def _verify_checked(
         self, checked: Sequence[ClaimTask], memo: PageMemo | None, answer_date: AnswerDate = None
@@ -311,6 +381,19 @@ class Verifier:
         ``suggested_citations``, best first. Claims that pass cost nothing more.
         """
         self._check_answer(answer, sources, url_key)
+        with self._deadline():
+            return await self._verify_answer(answer, sources, memo, url_key, cite_unmarked, answer_date, suggest)
+
+    async def _verify_answer(
+        self,
+        answer: str,
+        sources: Sequence[object] | None,
+        memo: PageMemo | None,
+        url_key: str | None,
+        cite_unmarked: bool | None,
+        answer_date: AnswerDate,
+        suggest: bool | None,
+    ) -> AnswerReport:
         extracted = await self._cpu.run(
             functools.partial(extract_claims, answer, sources, url_key=url_key, cite_unmarked=cite_unmarked)
         )
@@ -515,7 +598,8 @@ class Verifier:
             tasks.extend(ClaimTask(claim=sentence, evidence=[ev]) for sentence in sentences)
         checked = [self._check_task(task) for task in tasks]
         self._check_work(checked, count_claims=False)  # sentences of texts: bounded by max_sentences
-        reports = await self._verify_checked(checked, memo) if checked else []
+        with self._deadline():
+            reports = await self._verify_checked(checked, memo) if checked else []
         return [
             _text_report(source, reports[start:end], min_supported)
             for (start, end), source in zip(spans, sources, strict=True)
@@ -570,9 +654,16 @@ class Verifier:
         check_count(self.settings, "max_checks", "(claim, source) pairs", sum(len(task.evidence) for task in tasks))
 
     async def _fetch(self, urls: Sequence[str], memo: PageMemo) -> dict[str, FetchedPage]:
-        return await observed(
+        """The pages of ``urls``; those not fetched by the call's deadline read ``deadline``."""
+        fetching = observed(
             "fetch", lambda: {"urls": list(urls)}, lambda: self.fetcher.fetch_all(urls, memo), _describe_pages
         )
+        try:
+            return await _in_time(fetching, "fetching the pages")
+        except _Late as late:
+            log.warning("deadline: %s (%d URLs)", late.detail, len(urls))
+            late_page = FetchedPage(url="", reason=Reason.deadline.value, detail=late.detail, fetcher=self.fetcher.name)
+            return {u: late_page.model_copy(update={"url": u}) for u in urls}
 
     async def _gather(self, urls: Sequence[str], memo: PageMemo, answer_date: AnswerDate) -> _Pages:
         """The pages of ``urls``; with an archive, each dead link's snapshot in its place when the
@@ -630,35 +721,49 @@ class Verifier:
         """Judge every task against its evidence; ``read``: the sources already read (passages,
         decided verdicts) when the caller has them."""
         pages = fetched.pages
+        judged: dict[tuple[int, Evidence], tuple[UrlVerdict, list[str]]] = {}
+        # Not under the deadline: our own quick CPU step, and it decides the pages already fetched
+        # (a dead link stays a dead link, whenever the deadline passes).
         source_passages, decided = read if read is not None else await self._cpu.run(self._read_sources, tasks, pages)
         # What the embedder and the judge see: the claims normalised like the passages (reports keep them as given).
         seen = [ClaimTask(normalize_text(t.claim), t.evidence, t.settle_at) for t in tasks]
         pairs: list[tuple[int, Evidence]] = [
             (i, ev) for i, task in enumerate(tasks) for ev in task.evidence if ev in source_passages
         ]
-        judged: dict[tuple[int, Evidence], tuple[UrlVerdict, list[str]]] = {}
         try:
-            shown = await self._retrieve(seen, pairs, source_passages)
-        except Exception:
+            shown = await _in_time(self._retrieve(seen, pairs, source_passages), "retrieving passages")
+        except _Late as late:
+            log.warning("deadline: %s", late.detail)
+            judged.update({pair: (_late_verdict(pair[1], pages, late), []) for pair in pairs})
+            return self._claim_reports(tasks, judged, decided, pages)
+        except Exception as exc:
             log.exception("internal error: retrieving passages failed")
-            shown = None
-        if shown is None:
-            for pair in pairs:
-                judged[pair] = (_internal_verdict(pair[1], pages), [])
-        else:
-            verdicts = await self._run_judge(
-                [
-                    JudgeRequest(
-                        claim=seen[i].claim, passages=shown[n], title=_title_of(ev, pages), settle_at=tasks[i].settle_at
-                    )
-                    for n, (i, ev) in enumerate(pairs)
-                ]
-            )
-            for n, (i, ev) in enumerate(pairs):
-                guarded = apply_quote_guard(verdicts[n], shown[n])
-                archived = fetched.archived.get(ev) if isinstance(ev, str) else None
-                judged[(i, ev)] = (self._source_verdict(ev, pages, guarded, archived), shown[n])
+            detail = f"retrieving passages failed: {type(exc).__name__}: {exc}"
+            judged.update({pair: (_internal_verdict(pair[1], pages, detail), []) for pair in pairs})
+            return self._claim_reports(tasks, judged, decided, pages)
+        verdicts = await self._run_judge(
+            [
+                JudgeRequest(
+                    claim=seen[i].claim, passages=shown[n], title=_title_of(ev, pages), settle_at=tasks[i].settle_at
+                )
+                for n, (i, ev) in enumerate(pairs)
+            ]
+        )
+        for n, (i, ev) in enumerate(pairs):
+            guarded = apply_quote_guard(verdicts[n], shown[n])
+            archived = fetched.archived.get(ev) if isinstance(ev, str) else None
+            judged[(i, ev)] = (self._source_verdict(ev, pages, guarded, archived), shown[n])
+        return self._claim_reports(tasks, judged, decided, pages)
 
+    def _claim_reports(
+        self,
+        tasks: Sequence[ClaimTask],
+        judged: dict[tuple[int, Evidence], tuple[UrlVerdict, list[str]]],
+        decided: dict[Evidence, UrlVerdict],
+        pages: dict[str, FetchedPage],
+    ) -> list[ClaimReport]:
+        """One report per task from its citations' verdicts (judged per claim, or decided per
+        source), each recorded."""
         reports: list[ClaimReport] = []
         for i, task in enumerate(tasks):
             citations: list[UrlVerdict] = []
@@ -687,9 +792,9 @@ class Verifier:
         for ev in dict.fromkeys(ev for task in tasks for ev in task.evidence):
             try:
                 passages, verdict = _passages_or_verdict(ev, pages)
-            except Exception:
+            except Exception as exc:
                 log.exception("internal error reading %s", ev.source if isinstance(ev, Fact) else ev)
-                passages, verdict = [], _internal_verdict(ev, pages)
+                passages, verdict = [], _internal_verdict(ev, pages, f"reading the page failed: {type(exc).__name__}")
             if verdict is not None:
                 decided[ev] = verdict
             else:
@@ -737,25 +842,28 @@ class Verifier:
         size = JUDGE_CHUNK if judge.cpu_bound else len(requests)
         verdicts: list[JudgeVerdict] = []
         for start in range(0, len(requests), size):
-            verdicts.extend(await self._judge_chunk(judge, requests[start : start + size]))
+            try:
+                verdicts.extend(await _in_time(self._judge_chunk(judge, requests[start : start + size]), "judging"))
+            except _Late as late:
+                log.warning("deadline: %s (%d of %d requests left)", late.detail, len(requests) - start, len(requests))
+                late_verdict = JudgeVerdict(label="not_found", reason=Reason.deadline.value, detail=late.detail)
+                verdicts.extend(late_verdict for _ in requests[start:])
+                break
         return verdicts
 
     @staticmethod
     async def _judge_chunk(judge: Judge, requests: list[JudgeRequest]) -> list[JudgeVerdict]:
         try:
-            verdicts = await observed(
+            answer: object = await observed(
                 "judge", lambda: _describe_requests(judge, requests), lambda: judge.judge(requests), _describe_verdicts
             )
-            if len(verdicts) != len(requests):
-                raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(requests)} requests")
-            return verdicts
-        except Exception:
+        except Exception as exc:
             # Judges answer failures of their model with judge_error verdicts; an exception out of
             # one is a failure of our own code.
             log.exception("internal error in judge %s", judge.name)
-            return [
-                JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.internal_error.value) for _ in requests
-            ]
+            detail = f"judge {judge.name} raised {type(exc).__name__}"
+            return [_internal_judge_verdict(detail) for _ in requests]
+        return _checked_verdicts(judge, requests, answer)
 
     @staticmethod
     def _source_verdict(
@@ -771,6 +879,7 @@ class Verifier:
                 reason=verdict.reason,
                 supported_parts=verdict.supported_parts,
                 missing_parts=verdict.missing_parts,
+                detail=verdict.detail,
             )
         page = pages[ev]
         # A dead link judged on its archived copy: where the citation itself led, and the copy.
@@ -788,6 +897,7 @@ class Verifier:
             missing_parts=verdict.missing_parts,
             archived_url=archived.snapshot.url if archived is not None else None,
             archived_at=archived.snapshot.archived_at if archived is not None else None,
+            detail=verdict.detail,
         )
 
     def _record(
@@ -841,7 +951,7 @@ def _archive_moment(answer_date: AnswerDate) -> tuple[datetime, str]:
     if isinstance(answer_date, datetime):
         moment = answer_date if answer_date.tzinfo is not None else answer_date.replace(tzinfo=timezone.utc)
     else:
-        moment = datetime.combine(answer_date, time(), tzinfo=timezone.utc)
+        moment = datetime.combine(answer_date, time_of_day(), tzinfo=timezone.utc)
     moment = moment.astimezone(timezone.utc)
     return moment, moment.isoformat()
 
@@ -875,9 +985,65 @@ def _describe_requests(judge: Judge, requests: Sequence[JudgeRequest]) -> dict[s
     }
 
 
-def _describe_verdicts(verdicts: Sequence[JudgeVerdict]) -> dict[str, object]:
-    """A judge call's verdicts (before the quote guard), for a stage observer."""
-    return {"verdicts": [v.model_dump(mode="json") for v in verdicts]}
+def _describe_verdicts(verdicts: object) -> dict[str, object]:
+    """A judge call's verdicts (before the quote guard and the type check), for a stage observer."""
+    if not isinstance(verdicts, Sequence) or isinstance(verdicts, (str, bytes)):
+        return {"verdicts": f"<{type(verdicts).__name__}>"}
+    return {
+        "verdicts": [
+            v.model_dump(mode="json", warnings=False) if isinstance(v, JudgeVerdict) else f"<{type(v).__name__}>"
+            for v in verdicts
+        ]
+    }
+
+
+def _internal_judge_verdict(detail: str) -> JudgeVerdict:
+    return JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.internal_error.value, detail=detail)
+
+
+def _checked_verdicts(judge: Judge, requests: Sequence[JudgeRequest], answer: object) -> list[JudgeVerdict]:
+    """A judge's answer, one valid :class:`JudgeVerdict` per request: a verdict of the wrong type or
+    with invalid values (an unknown label or reason, a confidence that is NaN or out of [0, 1], a
+    quote that is not a string) becomes an ``internal_error`` verdict saying so; an answer that is
+    not a list of as many verdicts as requests makes every verdict one."""
+    name = judge.name
+    if isinstance(answer, (str, bytes, Mapping)) or not isinstance(answer, Sequence):
+        problem = f"judge {name} returned {type(answer).__name__}, not a list of JudgeVerdict"
+        log.error("internal error: %s", problem)
+        return [_internal_judge_verdict(problem) for _ in requests]
+    if len(answer) != len(requests):
+        problem = f"judge {name} returned {len(answer)} verdicts for {len(requests)} requests"
+        log.error("internal error: %s", problem)
+        return [_internal_judge_verdict(problem) for _ in requests]
+    verdicts: list[JudgeVerdict] = []
+    problems: dict[str, int] = {}
+    for item in answer:
+        verdict, problem = _valid_verdict(item)
+        if verdict is None:
+            problem = f"judge {name} answered {problem}"
+            problems[problem] = problems.get(problem, 0) + 1
+            verdict = _internal_judge_verdict(problem)
+        verdicts.append(verdict)
+    for problem, count in problems.items():
+        log.error("internal error: %s (%d of %d verdicts)", problem, count, len(requests))
+    return verdicts
+
+
+def _valid_verdict(item: object) -> tuple[JudgeVerdict | None, str]:
+    """``item`` validated again as a JudgeVerdict (one made with ``model_construct`` or changed
+    after it was made skipped validation), or None and what is wrong with it."""
+    if not isinstance(item, JudgeVerdict):
+        return None, f"a {type(item).__name__}, not a JudgeVerdict"
+    try:
+        verdict = JudgeVerdict.model_validate({name: getattr(item, name, None) for name in JudgeVerdict.model_fields})
+    except ValidationError as exc:
+        errors = exc.errors(include_input=False, include_url=False)
+        return None, "an invalid verdict (" + "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in errors) + ")"
+    if not math.isfinite(verdict.confidence):
+        return None, "an invalid verdict (confidence: not a finite number)"
+    if verdict.reason is not None and verdict.reason not in _REASONS:
+        return None, "an invalid verdict (reason: not one of the reason codes of guardrail.core.schema.Reason)"
+    return verdict, ""
 
 
 async def _nothing() -> list[ClaimReport]:
@@ -1073,14 +1239,23 @@ def _passages_or_verdict(ev: Evidence, pages: dict[str, FetchedPage]) -> tuple[l
     return [], _page_verdict(page, assessment.label or Label.not_found, assessment.reason or Reason.empty_page.value)
 
 
-def _internal_verdict(ev: Evidence, pages: dict[str, FetchedPage]) -> UrlVerdict:
+def _internal_verdict(ev: Evidence, pages: dict[str, FetchedPage], detail: str) -> UrlVerdict:
     """The verdict for a source that a failure of our own code kept from being checked."""
+    return _unchecked_verdict(ev, pages, Reason.internal_error, detail)
+
+
+def _late_verdict(ev: Evidence, pages: dict[str, FetchedPage], late: _Late) -> UrlVerdict:
+    """The verdict for a source the call's deadline left unchecked."""
+    return _unchecked_verdict(ev, pages, Reason.deadline, late.detail)
+
+
+def _unchecked_verdict(ev: Evidence, pages: dict[str, FetchedPage], reason: Reason, detail: str) -> UrlVerdict:
     if isinstance(ev, Fact):
-        return UrlVerdict(url=ev.source, label=Label.not_found, reason=Reason.internal_error.value)
-    return _page_verdict(pages[ev], Label.not_found, Reason.internal_error.value)
+        return UrlVerdict(url=ev.source, label=Label.not_found, reason=reason.value, detail=detail)
+    return _page_verdict(pages[ev], Label.not_found, reason.value, detail)
 
 
-def _page_verdict(page: FetchedPage, label: Label, reason: str) -> UrlVerdict:
+def _page_verdict(page: FetchedPage, label: Label, reason: str, detail: str | None = None) -> UrlVerdict:
     return UrlVerdict(
         url=page.url,
         label=label,
@@ -1089,6 +1264,7 @@ def _page_verdict(page: FetchedPage, label: Label, reason: str) -> UrlVerdict:
         original_status=page.original_status,
         rid=page.rid,
         reason=reason,
+        detail=detail if detail is not None else page.detail,
     )
 
 

@@ -37,6 +37,7 @@ HOSTILE: dict[str, Callable[[int], str]] = {
     "angles": _repeat("<"),
     "autolink_opens": _repeat("<https://a"),
     "url_parens": _repeat("http://a.b/("),  # a URL candidate every 12 characters
+    "ipv6_urls": _repeat("http://[::1]/("),  # IPv6 literals, read outside linkify-it-py
     "quotes": _repeat("“"),  # unpaired quotes: sentencex pairs them
 }
 """Shape name -> answer of about ``size`` characters."""

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from guardrail import Settings, Verifier
-from guardrail.apps.batch import arun_batch_file, lock_path, read_rows
+from guardrail.apps.batch import arun_batch_file, checkpoint_path, lock_path, read_rows
 from guardrail.apps.cli import app
 from guardrail.store import AuditStore
 from tests.fakes import HashEmbedder, OverlapJudge
@@ -236,3 +236,27 @@ def test_serve_refuses_a_blank_api_key_naming_the_variable() -> None:
     result = runner.invoke(app, ["serve", "--port", "9"], env={**NO_STORES, "GUARDRAIL_API_KEY": "   "})
     assert_clean_exit(result, 2)
     assert "GUARDRAIL_API_KEY" in result.stderr and "blank" in result.stderr
+
+
+def test_an_out_through_a_symlink_locks_the_file_it_names(tmp_path: Path, pages: FixtureServer) -> None:
+    real = tmp_path / "reports" / "r.csv"
+    real.parent.mkdir()
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    assert lock_path(link) == lock_path(real) and checkpoint_path(link) == checkpoint_path(real)
+    hold = "import filelock, sys, time\nlock = filelock.FileLock(sys.argv[1])\nlock.acquire()\n"
+    hold += "print('held', flush=True)\ntime.sleep(99)\n"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(lock_path(real))], stdout=subprocess.PIPE, text=True)
+    path = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "claim": CLAIM, "urls": [pages.url("/gone-410")]}])
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        # Another run writes the target: a run on the link must stop, not write beside it.
+        blocked = runner.invoke(app, ["batch", str(path), "--out", str(link), "--allow-private-hosts"], env=NO_STORES)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_clean_exit(blocked, 2)
+    assert "another batch run" in blocked.stderr
+    done = runner.invoke(app, ["batch", str(path), "--out", str(link), "--allow-private-hosts"], env=NO_STORES)
+    assert_clean_exit(done, 0)
+    assert link.is_symlink() and "gone-410" in real.read_text(encoding="utf-8")  # the link's file written

@@ -403,7 +403,11 @@ def test_fetcher_from_settings_prefers_crawlbase_when_a_token_is_set(api: FakeCr
     fetcher = fetcher_from_settings(Settings.from_env(env))
     assert isinstance(fetcher, CrawlbaseFetcher)
     assert fetcher.api_url == api.api_url and fetcher.has_js_token
-    assert fetcher.timeout == 90.0  # Crawlbase's advice, unless GUARDRAIL_FETCH_TIMEOUT is set
+    # Crawlbase's advice (90 s per call, unless GUARDRAIL_FETCH_TIMEOUT is set), with the page's calls
+    # together cut to fit inside the deadline (0.6 x 100 s): a hung API is a fetch_timeout, not a 504.
+    assert fetcher.timeout == 60.0 and fetcher.page_budget == 60.0 and fetcher.retry.budget == 60.0
+    roomy = CrawlbaseFetcher.from_settings(Settings.from_env({**env, "GUARDRAIL_DEADLINE": "600"}))
+    assert roomy.timeout == 90.0 and roomy.page_budget == 180.0
     explicit = CrawlbaseFetcher.from_settings(Settings.from_env({**env, "GUARDRAIL_FETCH_TIMEOUT": "20"}))
     assert explicit.timeout == 20.0
     assert fetcher_from_settings(Settings.from_env({})).name == "direct"

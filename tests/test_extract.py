@@ -619,3 +619,28 @@ def test_stream_chunks_extract_like_the_whole() -> None:
             emitted = cut
     chunks += [(c.text, [r.url for r in c.citations]) for c in extract_claims(answer[emitted:], SRC).claims]
     assert chunks == whole
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[2001:db8::1]/page",
+        "https://[2001:db8::1]:8443/a/b?q=1#f",
+        "http://[::1]/x",
+        "http://[fe80::1%25eth0]/x",
+    ],
+)
+def test_urls_with_ipv6_literal_hosts_are_recognised(url: str) -> None:
+    """linkify-it-py knows no IPv6 literal: the host is read by us, the rest of the URL by it."""
+    definition = extract_claims(f"Water boils at 100 degrees Celsius [1].\n\n[1]: {url}\n")
+    assert [r.url for r in definition.references] == [url]
+    assert definition.claims[0].citations[0].url == url
+    entry = extract_claims(f"Water boils at 100 degrees Celsius [1].\n\n[1] A title - {url}\n")
+    assert entry.claims[0].citations[0].url == url
+    bare = extract_claims(f"Water boils at 100 degrees Celsius {url}.").claims[0].citations
+    assert [(c.kind, c.url) for c in bare] == [("bare_url", url)]
+
+
+def test_a_bracketed_host_that_is_no_ipv6_address_is_not_a_url() -> None:
+    for text in ("See http://[zz::1]/b now.", "See http://[1.2.3.4]/b now.", "See http://[/b now."):
+        assert extract_claims(text).claims[0].citations == [], text

@@ -48,7 +48,9 @@ def test_a_200_kb_ordinary_answer_extracts_in_bounded_time_with_every_claim() ->
     assert 0 < cut <= answer.index("Sources:")
 
 
-@pytest.mark.parametrize("shape", ["link_opens", "brackets", "nested_brackets", "parens", "backticks", "url_parens"])
+@pytest.mark.parametrize(
+    "shape", ["link_opens", "brackets", "nested_brackets", "parens", "backticks", "url_parens", "ipv6_urls"]
+)
 def test_doubling_a_hostile_answer_about_doubles_the_time(shape: str) -> None:
     small = cpu_seconds(HOSTILE[shape](50_000), runs=2)
     large = cpu_seconds(HOSTILE[shape](100_000), runs=2)

@@ -4,6 +4,7 @@ interpret(), redirects, timeouts, the body cap, concurrency, headers, charsets a
 from __future__ import annotations
 
 import gzip
+import logging
 import socket
 import ssl
 import threading
@@ -88,6 +89,32 @@ async def test_redirect_loop_is_too_many_redirects(pages: FixtureServer) -> None
     assert p.reason == Reason.too_many_redirects.value
     assert len(p.redirects) == 6  # the default limit of 5 redirects was followed, the 6th refused
     assert outcome(p) == (Label.unreachable, "too_many_redirects")
+
+
+MALFORMED_LOCATIONS = [
+    "mailto:someone@example.org",
+    "about:blank",
+    "data:text/html,<p>hi</p>",
+    "javascript:alert(1)",
+    "tel:+15550100",
+    "http:\\\\evil.example\\path",
+]
+
+
+@pytest.mark.parametrize("location", MALFORMED_LOCATIONS)
+async def test_a_malformed_redirect_target_is_an_invalid_url_dead_link(
+    location: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """httpx raises InvalidURL (not an HTTPError) out of send() for these: that is the page's broken
+    link, never internal_error, and no page can fill the log with ERROR tracebacks."""
+    moved = Route(status=302, headers={"Location": location})
+    with FixtureServer({"/moved": moved}) as site, caplog.at_level(logging.DEBUG):
+        p = await fetch(site.url("/moved"))
+    assert p.reason == Reason.invalid_url.value, p
+    assert outcome(p) == (Label.unreachable, "invalid_url")
+    assert verdict_kind(Label.unreachable, p.reason) == VerdictKind.dead_link
+    assert max(r.levelno for r in caplog.records if r.name.startswith("guardrail")) <= logging.WARNING
+    assert not any(r.exc_info for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
 async def test_deep_link_redirected_to_homepage(pages: FixtureServer) -> None:

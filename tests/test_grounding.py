@@ -284,7 +284,7 @@ def test_a_failing_judge_fails_the_check_instead_of_scoring_zero() -> None:
             raise RuntimeError("model crashed")
 
     verifier = Verifier(judge=Broken(), embedder=HashEmbedder())
-    with pytest.raises(GroundingJudgeError, match="failed on 4 of 4"):
+    with pytest.raises(GroundingJudgeError, match=r"4 of 4 \(claim, fact\) pairs could not be checked"):
         check_grounding(TITANIC_EXAMPLES[0][0], FACTS, verifier=verifier)
     flaky = Verifier(judge=FixedJudge(JudgeVerdict(label="not_found", reason="judge_error")), embedder=HashEmbedder())
     with pytest.raises(GroundingJudgeError):

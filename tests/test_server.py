@@ -239,7 +239,8 @@ def test_a_failing_judge_answers_503_on_check_grounding() -> None:
     )
     with TestClient(create_app(verifier=verifier)) as c:
         response = c.post("/v1/check-grounding", json=TITANIC)
-    assert response.status_code == 503 and "judge failed on 4 of 4" in response.json()["detail"]
+    assert response.status_code == 503
+    assert "4 of 4 (claim, fact) pairs could not be checked" in response.json()["detail"]
     assert response.headers["retry-after"] == "1"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,9 +27,13 @@ from fastapi.testclient import TestClient
 
 from guardrail import Settings, Verifier
 from guardrail.apps.server import create_app
-from guardrail.apps.server.protocol import MAX_HEAD_BYTES, GuardedH11Protocol
+from guardrail.apps.server.models import PresetName
+from guardrail.apps.server.protocol import MAX_HEAD_BYTES, ConnectionLimits, GuardedH11Protocol
+from guardrail.core.policy import POLICY_PRESETS
+from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.store import AuditStore
 from tests.fakes import HashEmbedder, OverlapJudge, SlowCpuJudge
+from tests.fixtures.crawlbase_server import FakeCrawlbase
 from tests.fixtures.server import FixtureServer, Route, counting
 from tests.fixtures.uvicorn_server import served as uvicorn_served
 from tests.test_audit_writer import HeldLock
@@ -128,6 +134,76 @@ def test_a_422_never_echoes_the_input(client: TestClient) -> None:
         assert response.status_code == 422, response.text
         assert len(response.content) < 4000 and "x" * 400 not in response.text
         assert all("input" not in e for e in response.json()["detail"])
+
+
+def test_a_422_names_the_field_and_the_rule_never_the_value(client: TestClient) -> None:
+    marker = "SECRET-VALUE-7f3a"
+    bodies = [
+        ("/v1/guard", {"answer": "A claim [1].", "policy": marker}),  # an unknown preset's name
+        ("/v1/guard", {"answer": "A claim [1].", "policy": {"preset": marker}}),
+        ("/v1/guard", {"answer": "A claim [1].", "policy": {"supported": marker}}),  # was input_value='...'
+        ("/v1/guard", {"answer": "A claim [1].", "policy": {"not_found": ["strip", marker]}}),
+        ("/v1/guard", {"answer": "A claim [1].", "sources": [marker]}),  # not a URL
+        ("/v1/guard", {"answer": "A claim [1].", "sources": [{"url": 5, "title": marker}]}),
+        ("/verify", {"claim": marker, "urls": [marker, 5]}),
+    ]
+    for path, body in bodies:
+        response = client.post(path, json=body)
+        assert response.status_code == 422, (body, response.text)
+        assert marker not in response.text and "input_value" not in response.text, response.text
+        assert all(e["loc"][0] == "body" and e["msg"] for e in response.json()["detail"])
+    policy = client.post("/v1/guard", json={"answer": "A claim [1].", "policy": {"supported": marker}}).json()
+    assert "not a valid policy: each action is keep, annotate, strip or block" in policy["error"]["message"]
+
+
+def test_false_is_not_a_number_for_the_float_fields(client: TestClient) -> None:
+    guard = client.post("/v1/guard", json={"answer": "A claim [1].", "policy": {"min_confidence": False}})
+    assert_422(guard, ["body", "policy", "PolicySpec", "min_confidence"])
+    spec = {"citationThreshold": False}
+    grounding = client.post("/v1/check-grounding", json={"answerCandidate": "A.", "facts": [], "groundingSpec": spec})
+    assert_422(grounding, ["body", "groundingSpec", "citationThreshold"])
+    ok = client.post("/v1/guard", json={"answer": "A claim [1].", "policy": {"min_confidence": 1}})
+    assert ok.status_code == 200, ok.text  # an integer is still a number
+
+
+def test_the_preset_names_the_service_accepts_are_the_policy_presets() -> None:
+    assert set(typing.get_args(PresetName)) == set(POLICY_PRESETS)
+
+
+def test_openapi_declares_the_vertex_path_parameters(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    vertex = paths["/v1/projects/{project}/locations/{location}/groundingConfigs/{config}:check"]["post"]
+    declared = {(p["name"], p["in"], p["required"]) for p in vertex["parameters"]}
+    assert declared == {("project", "path", True), ("location", "path", True), ("config", "path", True)}
+    answer = client.post(
+        "/v1beta/projects/p/locations/global/groundingConfigs/default_grounding_config:check",
+        json={"answerCandidate": "Ice is cold.", "facts": [{"factText": "Ice is cold."}]},
+    )
+    assert answer.status_code == 200, answer.text
+
+
+def test_our_configuration_failure_answers_503_on_every_route(pages: FixtureServer) -> None:
+    """Crawlbase rejecting the token is a ConfigurationError, a ValueError: /v1/guard once caught it
+    as bad input (422) while /verify answered 503."""
+    api = FakeCrawlbase().start()
+    try:
+        fetcher = CrawlbaseFetcher("rejected-token", api_url=api.api_url, retry_base_delay=0.01)
+        verifier = Verifier(
+            fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder(), settings=Settings(**NO_STORES)
+        )
+        url = "https://example.org/water"
+        with TestClient(create_app(verifier=verifier)) as c:
+            answers = [
+                c.post("/verify", json={"claim": CLAIM, "urls": [url]}),
+                c.post("/v1/guard", json={"answer": f"{CLAIM} [1]", "sources": [url]}),
+                c.post("/v1/guard", json={"answer": f"{CLAIM} [water]({url})", "policy": "strict"}),
+            ]
+    finally:
+        api.stop()
+    for response in answers:
+        assert response.status_code == 503, response.text
+        assert "CRAWLBASE_TOKEN" in response.json()["detail"] and "rejected-token" not in response.text
+        assert response.json()["error"]["status"] == "UNAVAILABLE"
 
 
 def test_an_unhandled_error_answers_json_500_in_the_house_shape() -> None:
@@ -384,6 +460,69 @@ def test_a_slow_head_is_cut_off_and_an_oversized_one_answers_431() -> None:
             conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1024 * 1024) + b"\r\n\r\n")
             assert conn.recv(4096).startswith(b"HTTP/1.1 431")
         assert httpx.get(f"http://{host}:{port}/health", timeout=5).status_code == 200
+
+
+def test_an_idle_connection_is_closed_within_the_head_deadline() -> None:
+    with served(create_app(verifier=fake_verifier())) as (host, port):
+        with socket.create_connection((host, port), timeout=10) as conn:  # never sends a byte
+            start = time.perf_counter()
+            reply = _read_to_close(conn)  # a socket timeout (10 s) fails the test: it was kept open
+            assert time.perf_counter() - start < 5
+        assert reply == b"" or reply.startswith(b"HTTP/1.1 408"), reply
+
+
+def test_a_head_over_32_kib_in_one_write_answers_431() -> None:
+    head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n"
+    with served(create_app(verifier=fake_verifier())) as (host, port):
+        with socket.create_connection((host, port), timeout=10) as conn:
+            conn.sendall(head)  # complete in one write: h11 alone checks only incomplete heads
+            reply = _read_to_close(conn)
+        assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
+        assert json.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]["code"] == 431
+        just_under = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 30_000 + b"\r\n\r\n"
+        with socket.create_connection((host, port), timeout=10) as conn:
+            conn.sendall(just_under)
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+
+
+class TwoPerClient(QuickHead):
+    limits = ConnectionLimits(total=3, per_client=2)
+
+
+def test_connections_over_the_caps_answer_503_naming_the_setting() -> None:
+    app = create_app(verifier=fake_verifier())
+    with uvicorn_served(app, http=TwoPerClient, h11_max_incomplete_event_size=MAX_HEAD_BYTES) as (host, port):
+        mine = [socket.create_connection((host, port), timeout=10) for _ in range(3)]
+        # Which one is third is the server's accept order: exactly one is refused at once, the
+        # other two (idle) are closed at their head deadline.
+        replies = [_read_to_close(conn) for conn in mine]
+        refused = [r for r in replies if r.startswith(b"HTTP/1.1 503")]
+        assert len(refused) == 1, replies
+        assert b"GUARDRAIL_MAX_CLIENT_CONNECTIONS" in refused[0] and b"retry-after: 1" in refused[0].lower()
+        # Two addresses, two connections each: within the per-client cap, one over the total.
+        sources = ("127.0.0.1", "127.0.0.1", "127.0.0.2", "127.0.0.2")
+        others = [socket.create_connection((host, port), timeout=10, source_address=(a, 0)) for a in sources]
+        replies = [_read_to_close(conn) for conn in others]
+        refused = [r for r in replies if r.startswith(b"HTTP/1.1 503")]
+        assert len(refused) == 1 and b"GUARDRAIL_MAX_CONNECTIONS" in refused[0], replies
+        for conn in mine + others:
+            conn.close()
+        assert httpx.get(f"http://{host}:{port}/health", timeout=5).status_code == 200  # all closed: served again
+
+
+def test_the_access_log_never_holds_a_query_string(caplog: pytest.LogCaptureFixture) -> None:
+    access = logging.getLogger("uvicorn.access")
+    with served(create_app(verifier=fake_verifier())) as (host, port):
+        access.addHandler(caplog.handler)  # uvicorn's own config does not propagate it to the root
+        try:
+            with caplog.at_level(logging.INFO, logger="uvicorn.access"):
+                response = httpx.get(f"http://{host}:{port}/health?token=sk-secret-123", timeout=5)
+        finally:
+            access.removeHandler(caplog.handler)
+    assert response.status_code == 200
+    lines = [r.getMessage() for r in caplog.records if r.name == "uvicorn.access"]
+    assert any("GET /health HTTP/1.1" in line for line in lines), lines
+    assert not any("sk-secret-123" in line or "?" in line for line in lines), lines
 
 
 def test_a_kept_alive_connection_survives_a_refused_body() -> None:

@@ -817,3 +817,22 @@ def test_store_repr_and_env(tmp_path: Path) -> None:
     cache = PageCache(tmp_path / "c.sqlite3")
     assert "c.sqlite3" in repr(cache)
     assert os.fspath(tmp_path) in repr(FetchOnce(ScriptedFetcher({}), store=cache))
+
+
+def test_a_zero_byte_audit_file_is_taken_as_a_new_store_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    emptied = tmp_path / "audit.sqlite3"
+    emptied.write_bytes(b"")  # a store truncated (or touched): whatever it held is gone
+    with caplog.at_level(logging.WARNING, logger="guardrail.store"):
+        store = AuditStore(emptied)
+        assert store.count() == 0
+        store.close()
+        again = AuditStore(emptied)  # now a store: nothing more to say
+        assert again.count() == 0
+        again.close()
+        fresh = AuditStore(tmp_path / "new.sqlite3")  # a file that did not exist: nothing to say either
+        fresh.count()
+        fresh.close()
+    said = [r.getMessage() for r in caplog.records if r.name == "guardrail.store"]
+    assert len(said) == 1 and str(emptied) in said[0] and "empty file (0 bytes)" in said[0], said

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -76,6 +77,7 @@ def test_json_shape_is_exactly_the_documented_one(fetcher: StaticFetcher) -> Non
         "missing_parts",
         "archived_url",
         "archived_at",
+        "detail",
     }
     assert data["overall"] == "supported"
     assert data["citations"][0]["kind"] == "supported"
@@ -168,8 +170,11 @@ def test_a_judge_that_raises_is_our_internal_error_not_an_exception(
         (Label.not_found, "internal_error", VerdictKind.could_not_check),
         (Label.unreachable, "http_410", VerdictKind.dead_link),
     ]
-    tracebacks = [r for r in caplog.records if r.exc_info and "internal error" in r.getMessage()]
-    assert len(tracebacks) == 1  # logged once, with its traceback
+    said = ("judge boom raised RuntimeError", "judge boom returned 0 verdicts for 1 requests")
+    assert report.citations[0].detail in said
+    logged = [r for r in caplog.records if r.levelno >= logging.ERROR and "internal error" in r.getMessage()]
+    assert len(logged) == 1  # logged once (with its traceback when it raised)
+    assert bool(logged[0].exc_info) == (not isinstance(judge, ShortJudge))
 
 
 def test_no_judge_says_so(fetcher: StaticFetcher) -> None:

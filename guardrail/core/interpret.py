@@ -20,6 +20,7 @@ no readable text, or a "please enable JavaScript" shell    not_found       empty
 short bot-check page (captcha, "verify you are human")     not_found       bot_challenge
 short "page not found" template served with status 200     not_found       soft_404
 a failure of our own code while fetching or converting    not_found       internal_error
+the call's deadline passed before the fetch ended          not_found       deadline
 anything else                                              usable (sent to the judge)
 =========================================================  ==============  ==========================
 

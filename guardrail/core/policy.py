@@ -192,7 +192,7 @@ class Policy(BaseModel):
     ``[Action.strip, Action.annotate]``; ``keep`` and ``block`` stand alone. ``unreachable`` acts on
     dead links (the page is gone); ``could_not_check`` on citations that could not be checked now
     (timeout, 429/5xx, access refused, our own egress down) and on failures of our own code
-    (``internal_error``, ``judge_error``): neither is the page's fault, so by default they are only
+    (``internal_error``, ``judge_error``, ``deadline``): neither is the page's fault, so by default they are only
     annotated. ``unsafe_link`` acts on ``javascript:``/``data:``/``file:``/``vbscript:`` links in the
     answer (see the module docs). Defaults: supported keep, contradicted annotate, not_found
     annotate, unreachable strip + annotate, could_not_check annotate, unsafe_link strip + annotate.

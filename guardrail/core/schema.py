@@ -9,9 +9,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from enum import Enum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field
+
+
+def _not_a_boolean(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("a number is needed, not true or false")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_not_a_boolean)]
+"""A float field that refuses ``true``/``false`` (pydantic's lax mode reads them as 1.0 and 0.0),
+still taking an integer or a numeric string (proto3 JSON, which Vertex clients speak, allows both)."""
 
 
 class Label(str, Enum):
@@ -62,6 +73,7 @@ class Reason(str, Enum):
     combined_sources = "combined_sources"
     unsupported_language = "unsupported_language"
     archived_copy = "archived_copy"
+    deadline = "deadline"
 
     def __str__(self) -> str:
         return self.value
@@ -103,6 +115,8 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     "cannot read (an LLM judge can).",
     Reason.archived_copy.value: "The cited page is gone (a dead link); the verdict is against the archive's "
     "snapshot of it (archived_url, archived_at), looked up because archived copies were turned on.",
+    Reason.deadline.value: "The call's deadline (GUARDRAIL_DEADLINE) passed before this citation was checked "
+    "(a fetch or a judge that did not answer in time); could not check, never the page's fault.",
 }
 
 
@@ -116,7 +130,14 @@ RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
 ACCESS_DENIED_STATUSES = frozenset({401, 403, 407, 451})
 """Statuses that refuse *us* (a login, a bot wall, a proxy, a legal block): the page may be fine."""
 _TRANSPORT_UNCHECKED = frozenset({Reason.fetch_timeout.value, Reason.fetch_error.value})
-_OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value})
+_OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value, Reason.deadline.value})
+
+
+def is_our_failure(reason: str | None) -> bool:
+    """A citation left unchecked by us, not by the page: a failure of our own code
+    (``internal_error``), of the judge (``judge_error``), or the call's ``deadline``. Worth checking
+    again later; read ``could_not_check``."""
+    return reason in _OUR_FAILURES
 
 
 def status_of_reason(reason: str | None) -> int | None:
@@ -147,7 +168,7 @@ class VerdictKind(str, Enum):
     The judged labels stand for themselves; ``unreachable`` splits into ``dead_link`` (the page is
     gone: 404, 410, no such host, an unusable URL) and ``could_not_check`` (the page did not answer
     now or refused us), and ``could_not_check`` also takes our own failures (``internal_error``,
-    ``judge_error``), which are labelled ``not_found`` but are never the page's fault.
+    ``judge_error``, ``deadline``), which are labelled ``not_found`` but are never the page's fault.
     """
 
     supported = "supported"
@@ -164,7 +185,7 @@ def verdict_kind(label: Label, reason: str | None) -> VerdictKind:
     """The :class:`VerdictKind` of a verdict with ``label`` and ``reason``."""
     if label == Label.unreachable:
         return VerdictKind.could_not_check if is_unchecked_reason(reason) else VerdictKind.dead_link
-    if label == Label.not_found and reason in _OUR_FAILURES:
+    if label == Label.not_found and is_our_failure(reason):
         return VerdictKind.could_not_check
     return VerdictKind(label.value)
 
@@ -180,6 +201,12 @@ def overall_kind(overall: Label, kinds: Iterable[VerdictKind]) -> VerdictKind:
     if overall == Label.not_found and seen and all(k == unchecked for k in seen):
         return unchecked
     return verdict_kind(overall, None)
+
+
+_DETAIL = (
+    "For a citation we could not check (internal_error, deadline): which stage failed and how, "
+    "such as 'judge my-judge answered a dict, not a list of JudgeVerdict'. Never page text."
+)
 
 
 class FetchedPage(BaseModel):
@@ -202,6 +229,7 @@ class FetchedPage(BaseModel):
     reason: str | None = None
     redirects: list[str] = Field(default_factory=list, description="Each URL redirected through, in order.")
     fetcher: str = "direct"
+    detail: str | None = Field(default=None, description=_DETAIL)
 
 
 class PageAssessment(BaseModel):
@@ -260,6 +288,7 @@ class JudgeVerdict(BaseModel):
     reason: str | None = None
     supported_parts: list[str] | None = _SUPPORTED_PARTS
     missing_parts: list[str] | None = _MISSING_PARTS
+    detail: str | None = Field(default=None, description=_DETAIL)
 
 
 class UrlVerdict(BaseModel):
@@ -280,6 +309,7 @@ class UrlVerdict(BaseModel):
         description="The archive's snapshot the verdict is against, when the cited page was gone.",
     )
     archived_at: datetime | None = Field(default=None, description="When that snapshot was taken (ISO 8601, UTC).")
+    detail: str | None = Field(default=None, description=_DETAIL)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

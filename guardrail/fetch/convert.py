@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from guardrail.core.schema import Reason
 
@@ -155,9 +156,83 @@ def _codec(label: str, *, in_document: bool) -> str | None:
     return encoding
 
 
+_HIDING_DISPLAY = frozenset({"none"})
+_HIDING_VISIBILITY = frozenset({"hidden", "collapse"})
+_LENGTH = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(px|em|rem|pt|pc|cm|mm|in|%|vw|vh|vmin|vmax|ch|ex)?$")
+_PX_PER_UNIT = {"px": 1.0, "em": 16.0, "rem": 16.0, "ch": 8.0, "ex": 8.0, "pt": 4 / 3, "pc": 16.0}
+_PX_PER_UNIT |= {"cm": 96 / 2.54, "mm": 96 / 25.4, "in": 96.0}
+OFF_SCREEN_PX = 500
+"""An element placed further than this left of or above the page (``left: -9999px``, ``text-indent:
+-10000px``), or a whole viewport or more away, is off-screen: no reader sees it."""
+_HIDDEN_XPATH = "//template | //*[@hidden] | //*[translate(@aria-hidden, 'TRUE', 'true') = 'true'] | //*[@style]"
+
+
+def _declarations(style: str) -> dict[str, str]:
+    """An inline ``style`` as ``{property: value}``, lower-cased, ``!important`` dropped."""
+    found: dict[str, str] = {}
+    for part in style.split(";"):
+        name, sep, value = part.partition(":")
+        if sep:
+            found[name.strip().lower()] = value.lower().replace("!important", "").strip()
+    return found
+
+
+def _pixels(value: str) -> float | None:
+    """A CSS length in pixels (viewport and percentage units as -1000 per -100: far enough); None
+    when it is not a plain length (``auto``, ``calc(...)``)."""
+    match = _LENGTH.match(value.strip())
+    if match is None:
+        return None
+    number, unit = float(match.group(1)), match.group(2) or "px"
+    return number * _PX_PER_UNIT.get(unit, 10.0)
+
+
+def _style_hides(style: str) -> bool:
+    """Whether an inline style keeps its element's text from being seen: ``display: none``,
+    ``visibility: hidden``, ``opacity: 0``, no size (``font-size: 0``, a zero width or height with
+    the overflow hidden) or placed off-screen (far negative offsets or ``text-indent``)."""
+    css = _declarations(style)
+    if css.get("display") in _HIDING_DISPLAY or css.get("visibility") in _HIDING_VISIBILITY:
+        return True
+    if _pixels(css.get("opacity", "1").rstrip("%")) == 0 or _pixels(css.get("font-size", "1px")) == 0:
+        return True
+    clipped = css.get("overflow", "").split()[:1] in (["hidden"], ["clip"])
+    sizes = (css.get(name, "") for name in ("width", "height", "max-width", "max-height"))
+    if clipped and any(_pixels(size) == 0 for size in sizes if size):
+        return True
+    offsets = [css.get(name, "") for name in ("text-indent", "margin-left", "margin-top")]
+    if css.get("position") in ("absolute", "fixed"):
+        offsets += [css.get(name, "") for name in ("left", "top", "right")]
+    return any((px := _pixels(offset)) is not None and px <= -OFF_SCREEN_PX for offset in offsets if offset)
+
+
+def drop_hidden(root: Any) -> int:
+    """Remove from an lxml tree, in place, every element a browser does not show: ``<template>``,
+    the ``hidden`` attribute, ``aria-hidden="true"`` and inline styles that hide (see
+    :func:`_style_hides`). Text after an element (its tail) stays. The one rule for hidden text, run
+    before any text is taken from a page, directly fetched or through Crawlbase: text no reader
+    sees must not back a claim. Returns how many elements were removed."""
+    dropped = 0
+    for element in root.xpath(_HIDDEN_XPATH):
+        if element.getparent() is None or not _hidden(element):
+            continue
+        element.drop_tree()
+        dropped += 1
+    return dropped
+
+
+def _hidden(element: Any) -> bool:
+    if element.tag == "template" or element.get("hidden") is not None:
+        return True
+    if (element.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    return _style_hides(element.get("style") or "")
+
+
 def html_to_markdown(html: str, url: str | None = None) -> tuple[str, str | None]:
     """Main content of ``html`` as markdown (navigation, footers, ads, cookie banners dropped;
-    links and tables kept) and the page title; a plain-text fallback when trafilatura finds nothing."""
+    links and tables kept) and the page title; a plain-text fallback when trafilatura finds nothing.
+    What a browser does not show is dropped first (:func:`drop_hidden`)."""
     import trafilatura
 
     title: str | None = None
@@ -165,6 +240,7 @@ def html_to_markdown(html: str, url: str | None = None) -> tuple[str, str | None
     try:
         tree = trafilatura.load_html(html)
         if tree is not None:
+            drop_hidden(tree)
             metadata = trafilatura.extract_metadata(tree, default_url=url)
             title = (metadata.title or None) if metadata is not None else None
             text = trafilatura.extract(
@@ -202,6 +278,7 @@ def _fallback_text(html: str) -> str:
         root = lxml.html.document_fromstring(html)
     except Exception:  # lxml refuses empty or binary documents
         return ""
+    drop_hidden(root)
     for element in root.xpath("|".join(f"//{t}" for t in _DROP_TAGS) + "|//head"):
         element.drop_tree()
     lines: list[str] = []

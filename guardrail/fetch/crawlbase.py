@@ -191,6 +191,9 @@ class CrawlbaseFetcher:
     as Crawlbase advises); ``max_bytes`` cap on the markdown; ``concurrency`` API calls at
     once; ``max_retries`` and ``retry_base_delay``/``retry_max_delay`` (seconds) for
     429/5xx/timeout backoff, or a whole ``retry`` policy (:class:`guardrail.retry.RetryPolicy`);
+    ``page_budget``: seconds one page may take in all, its API calls and retries together (default
+    twice ``timeout``; from the settings, cut to fit inside ``GUARDRAIL_DEADLINE``), after which it
+    reads ``fetch_timeout``;
     ``allow_private_hosts``/``policy`` for the no-DNS SSRF check; ``host_limits``: pages of one
     cited host crawled at once and per second (:mod:`guardrail.fetch.politeness`), so the API
     does not hammer a site on our behalf.
@@ -211,6 +214,7 @@ class CrawlbaseFetcher:
         retry_base_delay: float = 1.0,
         retry_max_delay: float = 30.0,
         retry: RetryPolicy | None = None,
+        page_budget: float | None = None,
         allow_private_hosts: bool = False,
         policy: SsrfPolicy | None = None,
         user_agent: str = DEFAULT_USER_AGENT,
@@ -230,13 +234,18 @@ class CrawlbaseFetcher:
             raise ValueError("timeout, max_bytes and concurrency must be positive, max_retries >= 0")
         if retry_base_delay < 0 or retry_max_delay < 0:
             raise ValueError("retry delays must not be negative")
+        if page_budget is not None and page_budget <= 0:
+            raise ValueError("page_budget must be positive")
         self.api_url = api_url
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.concurrency = concurrency
+        # One page, all its API calls (up to four) and their retries, within this budget: the calls'
+        # own budgets added up would be minutes, past any request's deadline.
+        self.page_budget = page_budget if page_budget is not None else 2 * timeout
         self.retry = retry or RetryPolicy(
             attempts=max_retries + 1,
-            budget=2 * timeout,
+            budget=min(2 * timeout, self.page_budget),
             backoff=retry_base_delay,
             max_backoff=retry_max_delay,
             max_retry_after=retry_max_delay,
@@ -250,7 +259,9 @@ class CrawlbaseFetcher:
         """A fetcher configured from ``settings``; raises ConfigurationError without CRAWLBASE_TOKEN.
 
         The per-call timeout is ``GUARDRAIL_FETCH_TIMEOUT`` when that was set explicitly,
-        else 90 s (a browser crawl through Crawlbase is slower than a direct GET).
+        else 90 s (a browser crawl through Crawlbase is slower than a direct GET); a page's calls
+        together get twice that, both cut to :meth:`Settings.page_budget
+        <guardrail.settings.Settings.page_budget>` (60 s with the default ``GUARDRAIL_DEADLINE``).
         """
         if settings.crawlbase_token is None and "token" not in overrides:
             raise ConfigurationError("CRAWLBASE_TOKEN is not set")
@@ -263,8 +274,10 @@ class CrawlbaseFetcher:
             "allow_private_hosts": settings.allow_private_hosts,
             "host_limits": HostLimits(concurrency=settings.host_concurrency, rate=settings.host_rate or None),
         }
-        if "fetch_timeout" in settings.model_fields_set:
-            options["timeout"] = settings.fetch_timeout
+        timeout = settings.fetch_timeout if "fetch_timeout" in settings.model_fields_set else _DEFAULT_TIMEOUT
+        budget = settings.page_budget(2 * timeout)
+        options["timeout"] = min(timeout, budget)
+        options["page_budget"] = budget
         options.update(overrides)
         return cls(**options)
 
@@ -345,9 +358,12 @@ class CrawlbaseFetcher:
             log.info("refused %s: %s", url, exc.detail)
             return FetchedPage(url=url, reason=exc.reason, fetcher=self.name)
         try:
-            answer = await self._best_answer(client, url)
+            answer = await asyncio.wait_for(self._best_answer(client, url), self.page_budget)
         except ConfigurationError:
             raise
+        except asyncio.TimeoutError:
+            log.info("Crawlbase did not deliver %s within %.0f s", url, self.page_budget)
+            return FetchedPage(url=url, reason=Reason.fetch_timeout.value, fetcher=self.name)
         except Exception:
             # Our own failure (a bug, a converter that cannot import): never the page's fault.
             log.exception("internal error fetching %s through Crawlbase", url)

@@ -151,13 +151,15 @@ class DirectFetcher:
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> DirectFetcher:
         """A fetcher configured from ``settings`` (``GUARDRAIL_*`` variables); ``overrides`` win."""
+        budget = settings.page_budget(2 * settings.fetch_timeout)  # a page's attempts, inside the deadline
         options: dict[str, Any] = {
             "allow_private_hosts": settings.allow_private_hosts,
-            "timeout": settings.fetch_timeout,
+            "timeout": min(settings.fetch_timeout, budget),
+            "total_timeout": budget,
             "max_bytes": settings.max_bytes,
             "max_redirects": settings.max_redirects,
             "concurrency": settings.concurrency,
-            "retry": RetryPolicy(attempts=settings.fetch_attempts, budget=2 * settings.fetch_timeout),
+            "retry": RetryPolicy(attempts=settings.fetch_attempts, budget=budget),
             "host_limits": HostLimits(concurrency=settings.host_concurrency, rate=settings.host_rate or None),
         }
         options.update(overrides)
@@ -234,6 +236,12 @@ class DirectFetcher:
         except UrlRefused as exc:
             log.info("refused %s: %s", progress.current, exc.detail)
             return _Outcome(self._failed(progress, exc.reason))
+        except httpx.InvalidURL as exc:
+            # Not an HTTPError: httpx raises it out of send() for a redirect whose Location it cannot
+            # parse (mailto:, about:blank, data:, javascript:, tel:, "http:\\host"), even with
+            # follow_redirects off. The page's link is dead, not our code: no traceback.
+            log.info("unusable URL after %s: %s", progress.current, exc)
+            return _Outcome(self._failed(progress, Reason.invalid_url.value))
         except (asyncio.TimeoutError, httpx.TimeoutException):
             log.info("timed out fetching %s", progress.current)
             return _Outcome(self._failed(progress, Reason.fetch_timeout.value))

@@ -17,7 +17,10 @@ unless the fragment is an app route (``#/``, ``#!``); each keeps its own URL in 
 
 A fetcher must not raise for one page; when one raises anyway, that is a failure of our own code:
 every URL of the call becomes ``internal_error`` (logged once with its traceback), never the
-page's fault. A :class:`~guardrail.settings.ConfigurationError` (a rejected token) is raised as is.
+page's fault. So does an answer of the wrong type (``None``, a string, a dict missing a URL or
+holding something else than a :class:`~guardrail.core.schema.FetchedPage`): the pages concerned
+read ``internal_error`` with a ``detail`` naming the fetcher and what it returned. A
+:class:`~guardrail.settings.ConfigurationError` (a rejected token) is raised as is.
 """
 
 from __future__ import annotations
@@ -207,17 +210,41 @@ class FetchOnce:
         misses = [k for k in keys if k not in hits]
         fetched: dict[str, FetchedPage] = {}
         if misses:
+            problem: str | None = None
             try:
-                fetched = await self.inner.fetch_all(misses)
+                answer: object = await self.inner.fetch_all(misses)
             except ConfigurationError:
                 raise  # a bad token fails every page alike: say so, not N failures
-            except Exception:
+            except Exception as exc:
                 log.exception("internal error in fetcher %s", self.name)
-            for k in misses:
-                if k not in fetched:
-                    fetched[k] = FetchedPage(url=k, reason=Reason.internal_error.value, fetcher=self.name)
+                answer, problem = {}, f"fetcher {self.name} raised {type(exc).__name__}"
+            fetched = self._checked(answer, misses, problem)
             await self._store(fetched)
         return {**hits, **fetched}
+
+    def _checked(self, answer: object, keys: list[str], problem: str | None) -> dict[str, FetchedPage]:
+        """The fetcher's pages for ``keys``; each one it did not give as a FetchedPage (``problem``:
+        none, for that reason) is an ``internal_error`` page whose ``detail`` says what came instead."""
+        raised = problem is not None  # logged with its traceback already
+        if problem is None and not isinstance(answer, Mapping):
+            problem = f"fetcher {self.name} returned {type(answer).__name__}, not a dict of FetchedPage"
+        pages: dict[str, FetchedPage] = {}
+        wrong: dict[str, int] = {}
+        for k in keys:
+            page = answer.get(k) if problem is None and isinstance(answer, Mapping) else None
+            if isinstance(page, FetchedPage):
+                pages[k] = page
+                continue
+            detail = problem or (
+                f"fetcher {self.name} returned no page for a URL it was given"
+                if page is None
+                else f"fetcher {self.name} returned a {type(page).__name__} for a URL, not a FetchedPage"
+            )
+            wrong[detail] = wrong.get(detail, 0) + 1
+            pages[k] = FetchedPage(url=k, reason=Reason.internal_error.value, fetcher=self.name, detail=detail)
+        for detail, count in wrong.items() if not raised else ():
+            log.error("internal error: %s (%d URL(s))", detail, count)  # nothing raised: no traceback
+        return pages
 
     async def _stored(self, keys: list[str]) -> dict[str, FetchedPage]:
         if self.store is None:

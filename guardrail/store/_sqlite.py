@@ -10,6 +10,7 @@ a write lock; the busy timeout makes a writer wait for another instead of failin
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -18,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 MEMORY = ":memory:"
+
+log = logging.getLogger("guardrail.store")
 
 
 class StoreError(RuntimeError):
@@ -38,10 +41,13 @@ class SQLiteFile:
     """A SQLite database file opened lazily, safe to share between threads, reopened after a fork.
 
     Subclasses set ``KIND`` (a word for messages), ``SCHEMA_VERSION`` and ``SCHEMA``
-    (statements run once, inside one transaction, when the file is new).
+    (statements run once, inside one transaction, when the file is new), and ``SAY_WHEN_EMPTY``:
+    whether a file found empty (0 bytes: created by hand, or truncated, and no write-ahead log
+    beside it) is taken as a new store with a warning saying so, rather than silently.
     """
 
     KIND = "store"
+    SAY_WHEN_EMPTY = False
     SCHEMA_VERSION = 1
     SCHEMA: Sequence[str] = ()
 
@@ -70,7 +76,9 @@ class SQLiteFile:
         # it); the child simply opens its own and leaves the parent's alone.
         self._conn = None
         target = MEMORY
+        found_empty = False
         if self.path is not None:
+            found_empty = self.SAY_WHEN_EMPTY and _empty_file(self.path)
             _prepare_file(self.path)
             target = str(self.path)
         try:
@@ -88,6 +96,14 @@ class SQLiteFile:
             conn.close()
             raise
         self._conn, self._pid = conn, os.getpid()
+        if found_empty:
+            log.warning(
+                "%s %s was an empty file (0 bytes): it is now a new, empty %s; whatever it held before "
+                "(if it was truncated) is not in it",
+                self.KIND,
+                target,
+                self.KIND,
+            )
         return conn
 
     def _setup_with_retry(self, conn: sqlite3.Connection) -> None:
@@ -179,6 +195,17 @@ class SQLiteFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _empty_file(path: Path) -> bool:
+    """Whether ``path`` is an existing file of 0 bytes with no write-ahead log holding its data."""
+    try:
+        if path.stat().st_size != 0:
+            return False
+    except OSError:
+        return False  # not there yet: a new store, nothing to say
+    wal = path.with_name(path.name + "-wal")
+    return not (wal.exists() and wal.stat().st_size > 0)
 
 
 def _prepare_file(path: Path) -> None:

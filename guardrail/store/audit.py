@@ -124,6 +124,7 @@ class AuditStore(SQLiteFile):
     """
 
     KIND = "audit store"
+    SAY_WHEN_EMPTY = True  # an emptied audit store has lost its decisions: say so
     SCHEMA_VERSION = 1
     SCHEMA = (
         """CREATE TABLE decisions (

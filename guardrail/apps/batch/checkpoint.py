@@ -34,17 +34,24 @@ class BatchOutputError(BatchInputError):
 
 
 def lock_path(out: str | os.PathLike[str]) -> Path:
-    """The lock file of runs writing ``out``: ``<out>.lock`` beside it."""
-    out = Path(out)
+    """The lock file of runs writing ``out``: ``<out>.lock`` beside the file ``out`` names, symbolic
+    links resolved (two runs writing one report through a link and its target share one lock)."""
+    out = resolved(out)
     return out.with_name(out.name + ".lock")
+
+
+def resolved(path: str | os.PathLike[str]) -> Path:
+    """``path`` with its symbolic links resolved (the file it names, whether it exists yet or not)."""
+    return Path(os.path.realpath(path))
 
 
 log = logging.getLogger("guardrail.batch")
 
 
 def checkpoint_path(out: str | os.PathLike[str]) -> Path:
-    """Where the checkpoint of a run writing ``out`` lives: ``<out>.checkpoint.jsonl`` beside it."""
-    out = Path(out)
+    """Where the checkpoint of a run writing ``out`` lives: ``<out>.checkpoint.jsonl`` beside the
+    file ``out`` names (symbolic links resolved, like :func:`lock_path`)."""
+    out = resolved(out)
     return out.with_name(out.name + ".checkpoint.jsonl")
 
 

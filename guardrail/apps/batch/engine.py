@@ -4,7 +4,8 @@ CSV and, if asked, the HTML report.
 A rerun of the same command verifies only the rows the checkpoint does not hold (see
 :mod:`guardrail.apps.batch.checkpoint`); ``fresh=True`` starts over. A row that fails (an
 unexpected error, not a verdict) is recorded as failed, reported, and retried by the next run; so
-is a row any of whose verdicts rests on a failure of ours (``internal_error``, ``judge_error``):
+is a row any of whose verdicts rests on a failure of ours (``internal_error``, ``judge_error``,
+``deadline``: :func:`~guardrail.core.schema.is_our_failure`):
 its verdicts are kept in the CSV, marked with the error, but not counted.
 """
 
@@ -26,7 +27,7 @@ from guardrail.apps.batch.files import atomic_text_file
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.rows import BatchRow, page_order, read_rows, row_urls
 from guardrail.apps.batch.summary import BatchSummary, summarize, write_csv
-from guardrail.core.schema import Reason
+from guardrail.core.schema import is_our_failure
 from guardrail.extras import require_extra
 from guardrail.fetch.once import PageMemo
 from guardrail.limits import RequestLimitError
@@ -48,8 +49,6 @@ PREFETCH_ROWS_PER_WORKER = 4
 per row verified at once: far enough that a page is in before its rows run, few enough that the
 pages fetched ahead stay well inside ``MEMO_PAGES``."""
 
-_OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value})
-
 
 async def _verify_row(verifier: Verifier, row: BatchRow, memo: PageMemo) -> RowResult:
     start = time.perf_counter()
@@ -64,7 +63,7 @@ async def _verify_row(verifier: Verifier, row: BatchRow, memo: PageMemo) -> RowR
             result = RowResult(**base, answer_report=answer)
         else:
             raise ValueError(f"row {row.id} has neither a claim nor an answer")
-        ours = [v.reason for _, _, v in result.verdicts() if v.reason in _OUR_FAILURES]
+        ours = [v.reason for _, _, v in result.verdicts() if is_our_failure(v.reason)]
         if ours:
             counted = ", ".join(f"{n} {reason}" for reason, n in Counter(ours).items())
             result.error = f"verdicts rest on failures of ours ({counted}); verified again on the next run"

@@ -362,8 +362,10 @@ def serve(
 
     On SIGTERM the service stops accepting connections, gives in-flight requests --graceful-timeout
     seconds, cancels their work, writes the audit rows still queued (briefly) and exits. Request
-    heads over 32 KiB answer 431; a head not complete within 10 s, or a body not complete within
-    GUARDRAIL_BODY_TIMEOUT, closes the connection.
+    heads over 32 KiB answer 431; a head not complete within 10 s of the connection (or of its first
+    byte, on a kept-alive one), or a body not complete within GUARDRAIL_BODY_TIMEOUT, closes the
+    connection; connections past GUARDRAIL_MAX_CONNECTIONS, or GUARDRAIL_MAX_CLIENT_CONNECTIONS from
+    one address, answer 503. The access log leaves out query strings.
     """
     import os
 

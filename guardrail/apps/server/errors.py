@@ -1,4 +1,22 @@
-"""Error bodies and the exception handlers that turn our exceptions into them.
+"""Error bodies and the exception handlers that turn our exceptions into them: the one mapping
+of exceptions to statuses, the same on every route (routes catch nothing themselves):
+
+=====================================================  ======  =====================================
+exception                                              status  meaning
+=====================================================  ======  =====================================
+``RequestValidationError``, :class:`InvalidBody`       422     the body does not validate (the field
+                                                               and the rule are named, never the value)
+:class:`~guardrail.limits.RequestLimitError`           413     a size over its limit
+                                                       422     a count over its limit
+:class:`~guardrail.grounding.GroundingLimitError`      400     over one of Vertex's limits
+:class:`~guardrail.settings.ConfigurationError`        503     our configuration (a missing key, a
+                                                               token Crawlbase rejects), not the request
+:class:`~guardrail.grounding.GroundingJudgeError`      503     the judge failed after its retries
+any other exception                                    500     a failure of our own code (logged)
+=====================================================  ======  =====================================
+
+``ConfigurationError`` is a ``ValueError``: a route that caught ``ValueError`` as bad input used to
+answer our own misconfiguration with a 422. Input is checked by the request models instead.
 
 Every error the service writes carries ``detail`` (FastAPI's shape) and ``error: {code, message,
 status}`` (Google's), both saying the same message; for a 422, ``detail`` is FastAPI's list of

@@ -5,9 +5,18 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 
+from guardrail.core.extract import normalize_sources
 from guardrail.core.policy import POLICY_PRESETS, Policy
+from guardrail.core.schema import Number
 from guardrail.store import AuditStatus
 
 __all__ = [
@@ -17,6 +26,7 @@ __all__ = [
     "Health",
     "HealthStatus",
     "PolicySpec",
+    "PresetName",
     "PublicHealth",
     "VerifyRequest",
 ]
@@ -35,6 +45,15 @@ def _not_blank(value: str, info: ValidationInfo) -> str:
 
 _Text = Annotated[str, AfterValidator(_not_blank)]
 """A string with something other than white space in it."""
+
+PresetName = Literal["annotate", "default", "strip", "block", "strict"]
+"""The names of :data:`~guardrail.core.policy.POLICY_PRESETS` (a test keeps the two equal)."""
+
+_BAD_POLICY = (
+    "not a valid policy: each action is keep, annotate, strip or block, or a combination such as "
+    "strip+annotate or [strip, annotate] (keep and block stand alone)"
+)
+"""Why a policy was refused, without the value sent (422 bodies never echo the request)."""
 
 
 class VerifyRequest(BaseModel):
@@ -60,15 +79,18 @@ class PolicySpec(BaseModel):
     ``"block"``); ``unreachable`` is a dead link, ``could_not_check`` a page that did not answer now
     or a failure of ours; optionally a ``min_confidence``, and ``repair`` on any preset."""
 
-    preset: str = "default"
+    preset: PresetName = "default"
     supported: str | list[str] | None = None
     contradicted: str | list[str] | None = None
     not_found: str | list[str] | None = None
     unreachable: str | list[str] | None = None
     could_not_check: str | list[str] | None = None
     block_message: str | None = None
-    min_confidence: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="Supported/contradicted verdicts below it count as not_found."
+    min_confidence: Number | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Supported/contradicted verdicts below it count as not_found.",
     )
     repair: bool | None = Field(
         default=None,
@@ -76,17 +98,9 @@ class PolicySpec(BaseModel):
         "source backs (checked against the other sources for it).",
     )
 
-    @field_validator("preset")
-    @classmethod
-    def _known_preset(cls, value: str) -> str:
-        if value not in POLICY_PRESETS:
-            raise ValueError(f"unknown policy preset {value!r}; choose from {', '.join(POLICY_PRESETS)}")
-        return value
-
     def build(self) -> Policy:
         """The :class:`~guardrail.core.policy.Policy` this spec names (ValueError for a bad action)."""
-        overrides = self.model_dump(exclude={"preset"}, exclude_none=True)
-        return Policy.preset(self.preset, **overrides)
+        return Policy.preset(self.preset, **self.model_dump(exclude={"preset"}, exclude_none=True))
 
 
 class GuardRequest(BaseModel):
@@ -109,7 +123,7 @@ class GuardRequest(BaseModel):
     sources: list[str | dict[str, Any]] | None = Field(
         default=None, description="URLs or {url, text, title} objects that [n] markers refer to."
     )
-    policy: str | PolicySpec = Field(default="default", description="A preset name, or a PolicySpec.")
+    policy: PresetName | PolicySpec = Field(default="default", description="A preset name, or a PolicySpec.")
     format: Literal["markdown", "html"] = Field(default="markdown", description="How badges are written.")
     answer_date: datetime | date | None = Field(
         default=None,
@@ -117,9 +131,37 @@ class GuardRequest(BaseModel):
         "(when the service looks dead links up in an archive); default now.",
     )
 
+    @field_validator("sources")
+    @classmethod
+    def _usable_sources(cls, value: list[str | dict[str, Any]] | None) -> list[str | dict[str, Any]] | None:
+        """Sources the extractor can use, checked here so that a bad one is a 422 like any field
+        (the messages name the index and the rule, never the value)."""
+        try:
+            normalize_sources(value)
+        except TypeError as exc:  # pydantic turns only ValueError into a validation error
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _known_preset(cls, value: Any) -> Any:
+        """An unknown preset named at ``body.policy`` itself, not at each branch of the union."""
+        if isinstance(value, str) and value not in POLICY_PRESETS:
+            raise ValueError(f"unknown policy preset; choose from {', '.join(POLICY_PRESETS)}")
+        return value
+
+    @field_validator("policy")
+    @classmethod
+    def _valid_policy(cls, value: PresetName | PolicySpec) -> PresetName | PolicySpec:
+        if isinstance(value, PolicySpec):
+            try:
+                value.build()
+            except ValueError:  # pydantic's ValidationError too, whose text would quote the value
+                raise ValueError(_BAD_POLICY) from None
+        return value
+
     def build_policy(self) -> Policy:
-        """The policy the request names: a preset, or a :class:`PolicySpec` (ValueError for an
-        unknown preset or action)."""
+        """The policy the request names: a preset, or a :class:`PolicySpec`."""
         return Policy.preset(self.policy) if isinstance(self.policy, str) else self.policy.build()
 
 

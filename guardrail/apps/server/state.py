@@ -54,13 +54,18 @@ class ServiceState:
     ) -> ServiceState:
         """The state around ``verifier`` as given, or around one built by the composition root
         (:func:`~guardrail.runtime.build_runtime`: page cache, batched judge calls, audit store as
-        the settings say) from ``settings`` (default: the environment) and ``fetcher``. A missing
-        setting is kept in :attr:`config_error` (the routes answer 503), not raised."""
+        the settings say) from ``settings`` (default: the environment) and ``fetcher``, its deadline
+        cut to fit inside ``GUARDRAIL_REQUEST_TIMEOUT`` (:meth:`Settings.within_request_timeout
+        <guardrail.settings.Settings.within_request_timeout>`; a ``verifier`` given keeps its own).
+        A missing setting is kept in :attr:`config_error` (the routes answer 503), not raised."""
         if verifier is not None:
             if fetcher is not None:
                 raise ValueError("pass either verifier or fetcher, not both")
             return cls(settings=settings or verifier.settings, verifier=verifier, warm=warm)
-        state = cls(settings=settings or Settings.from_env(), verifier=None, warm=warm)
+        # Every stage's budget inside the request's: the call's deadline, and the fetchers' page
+        # budgets inside it, so a hung page or judge is a verdict in a 200 rather than a 504.
+        fitted = (settings or Settings.from_env()).within_request_timeout()
+        state = cls(settings=fitted, verifier=None, warm=warm)
         try:
             runtime = build_runtime(
                 state.settings,

@@ -6,6 +6,7 @@ pass), so hostile answers (``"[a](" * n``, ``"[" * n``, unmatched backticks) sta
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -210,7 +211,7 @@ def bare_urls(text: str, limit: int | None = None) -> list[tuple[int, int, str]]
         start = m.start(2)
         if start < taken:
             continue
-        length = _tail_length(text, m.group(2), m.end())
+        length = _tail_length(text, m.group(2), m.end()) or _ipv6_tail_length(text, m.group(2), m.end())
         if not length:
             continue
         taken = m.end() + length
@@ -221,6 +222,38 @@ def bare_urls(text: str, limit: int | None = None) -> list[tuple[int, int, str]]
                 if len(out) == limit:
                     break
     return out
+
+
+_IPV6_HOST = re.compile(r"//\[([0-9A-Fa-f:.]{2,45})(?:%25[0-9A-Za-z._~-]{1,32})?\]")
+"""An IPv6 literal host after a scheme (``//[2001:db8::1]``, a zone id ``%25eth0`` allowed)."""
+
+
+def _ipv6_tail_length(text: str, schema: str, pos: int) -> int:
+    """:func:`_tail_length` for a URL whose host is an IPv6 literal, which linkify-it-py does not
+    know: the literal is read here and the rest of the URL (port, path, query) by linkify, with a
+    host name of the same length in the literal's place (so the spans are the text's)."""
+    m = _IPV6_HOST.match(text, pos)
+    if m is None or schema.lower() not in ("http:", "https:") or not _is_ipv6(m.group(1)):
+        return 0
+    host = m.end() - pos - 2
+    stand_in = "a" * (host - 4) + ".com" if host > 4 else "a.io"
+    lo = max(0, pos - 8)
+    size = _URL_WINDOW
+    while True:
+        hi = min(len(text), m.end() + size)
+        window = text[lo:pos] + "//" + stand_in + text[m.end() : hi]
+        length = int(_LINKIFY.test_schema_at(window, schema, pos - lo) or 0)
+        if hi == len(text) or pos + length < hi - 32:
+            return length
+        size *= 4
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _tail_length(text: str, schema: str, pos: int) -> int:

@@ -46,7 +46,7 @@ def _one_source(i: int, item: object, url_key: str | None) -> Source:
     where = f"sources[{i}]"
     if isinstance(item, str):
         if not _looks_like_url(item):
-            raise ValueError(f"{where}: a string source must be an http(s) URL, got {item[:80]!r}")
+            raise ValueError(f"{where}: a string source must be an http(s) URL")
         return Source(index=i, url=item.strip(), text=None)
     if isinstance(item, Mapping):
         return _from_mapping(i, item, url_key, where)

@@ -75,6 +75,25 @@ def numbered_answer(pages: FixtureServer) -> str:
 # -- types in and out ----------------------------------------------------------------------------
 
 
+class NoneJudge(OverlapJudge):
+    """A custom judge answering ``[None]``: the guard must still answer, not raise."""
+
+    name = "none-judge"
+
+    async def judge(self, requests: Any) -> Any:
+        return [None for _ in requests]
+
+
+async def test_a_judge_answering_the_wrong_types_is_a_verdict_not_an_exception(pages: FixtureServer) -> None:
+    verifier = Verifier(fetcher=site_fetcher(pages, Settings()), judge=NoneJudge(), embedder=HashEmbedder())
+    guard = CitationGuard(verifier=verifier)
+    out = await guard.ainvoke(inline_answer(pages))
+    assert isinstance(out, str) and "could not check" in out
+    report = await verifier.averify_answer(inline_answer(pages))
+    details = {v.detail for claim in report.claims for v in claim.verdicts}
+    assert details == {"judge none-judge answered a NoneType, not a JudgeVerdict"}
+
+
 def test_str_in_str_out_with_badges(pages: FixtureServer, verifier: Verifier) -> None:
     out = CitationGuard(verifier=verifier).invoke(inline_answer(pages))
     assert isinstance(out, str)

@@ -4,9 +4,9 @@ Vertex client can point its base URL here."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
 
 from guardrail.apps.server.dependencies import State
@@ -33,6 +33,21 @@ async def check(body: CheckGroundingRequest, state: State) -> JSONResponse:
     return JSONResponse(result.to_vertex())
 
 
+_IGNORED = "Vertex AI's name for it; ignored here (one service, one configuration)."
+
+
+async def check_at_vertex_path(
+    body: CheckGroundingRequest,
+    state: State,
+    project: Annotated[str, Path(description=f"The Google Cloud project: {_IGNORED}")],
+    location: Annotated[str, Path(description=f"The location (global): {_IGNORED}")],
+    config: Annotated[str, Path(description=f"The grounding config (default_grounding_config): {_IGNORED}")],
+) -> JSONResponse:
+    """:func:`check` at Vertex AI's own path; the path parameters are declared (so the OpenAPI
+    document says what the path holds) and ignored."""
+    return await check(body, state)
+
+
 router.add_api_route(
     "/v1/check-grounding",
     check,
@@ -44,7 +59,7 @@ router.add_api_route(
 for _version in ("v1", "v1beta", "v1alpha"):
     router.add_api_route(
         VERTEX_PATH.format(version=_version),
-        check,
+        check_at_vertex_path,
         methods=["POST"],
         summary=f"Check grounding at Vertex AI's {_version} path",
         description="The same as /v1/check-grounding; project, location and config are ignored.",

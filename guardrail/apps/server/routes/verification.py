@@ -6,14 +6,12 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter
-from fastapi.exceptions import RequestValidationError
 
 from guardrail.apps.server.dependencies import State
 from guardrail.apps.server.json_body import StrictJSONRoute
 from guardrail.apps.server.models import GuardRequest, VerifyRequest
 from guardrail.core.policy import GuardedAnswer, apply_policy
 from guardrail.core.schema import ClaimReport
-from guardrail.limits import RequestLimitError
 
 __all__ = ["router"]
 
@@ -32,22 +30,10 @@ async def guard(body: GuardRequest, state: State) -> GuardedAnswer:
     """Verify every citation of an answer and apply the policy: badges, stripped links or a block;
     a repairing policy mends citations first (``repairs``). 413 for an answer above
     ``GUARDRAIL_MAX_ANSWER_CHARS``, 422 above the claim, URL or check limits."""
-    try:
-        policy = body.build_policy()
-    except ValueError as exc:
-        raise _invalid("policy", exc) from None
-    verifier = state.require_verifier()
-    try:
-        report = await verifier.averify_answer(
-            body.answer, body.sources, answer_date=body.answer_date, suggest=True if policy.repair else None
-        )
-    except RequestLimitError:
-        raise  # 413/422 naming the limit
-    except (TypeError, ValueError) as exc:  # sources the extractor cannot use name their index
-        raise _invalid("sources", exc) from None
+    # The body's policy and sources were checked when it was validated (422); what the verifier
+    # raises goes to the one mapping of exceptions to statuses (errors.EXCEPTION_HANDLERS).
+    policy = body.build_policy()
+    report = await state.require_verifier().averify_answer(
+        body.answer, body.sources, answer_date=body.answer_date, suggest=True if policy.repair else None
+    )
     return await asyncio.to_thread(apply_policy, report, policy, body.format)
-
-
-def _invalid(field: str, exc: Exception) -> RequestValidationError:
-    """A 422 naming ``body.<field>``, as FastAPI's own validation errors do."""
-    return RequestValidationError([{"type": "value_error", "loc": ("body", field), "msg": str(exc), "input": None}])
