@@ -314,8 +314,8 @@ def test_with_the_real_judge_a_conflict_is_anti_cited_and_a_partly_backed_claim_
     verifier = Verifier()
     answer = "Titanic is a 2005 American epic romantic disaster movie. It starred Brad Pitt and Kate Winslet."
     # The embedded judge's contradictions are right about 3 times in 4 on held-out pairs, and its
-    # calibrated confidence says so: below Vertex's default 0.8 anti-citation threshold.
-    spec = {"enableAntiCitations": True, "enableClaimLevelScore": True, "antiCitationThreshold": 0.6}
+    # calibrated confidence says so (0.4-0.8): below Vertex's default 0.8 anti-citation threshold.
+    spec = {"enableAntiCitations": True, "enableClaimLevelScore": True, "antiCitationThreshold": 0.4}
     result = check_grounding(answer, FACTS, spec, verifier=verifier).to_vertex()
     year, pitt = result["claims"]
     # The same subject, the same property, another year: a contradiction, anti-cited.

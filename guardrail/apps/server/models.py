@@ -46,7 +46,7 @@ def _not_blank(value: str, info: ValidationInfo) -> str:
 _Text = Annotated[str, AfterValidator(_not_blank)]
 """A string with something other than white space in it."""
 
-PresetName = Literal["annotate", "default", "strip", "block", "strict"]
+PresetName = Literal["annotate", "default", "strip", "block", "strict", "repair"]
 """The names of :data:`~guardrail.core.policy.POLICY_PRESETS` (a test keeps the two equal)."""
 
 _BAD_POLICY = (
