@@ -11,10 +11,8 @@ judge's verdicts become Vertex's scores:
 * **citation**: a fact is cited for a claim when the judge found it ``supported`` (with a quote
   the quote guard found in the fact) with a confidence of at least ``citationThreshold``
   (default 0.6); the judge's confidence for a ``supported`` verdict is its support probability.
-  The threshold goes to the judge as ``settle_at``: the embedded judge, which scores a fact's
-  sentences best first, stops only at a support of at least the threshold, so whether a fact is
-  cited does not depend on where it stopped (the score can be below what scoring every
-  candidate would find).
+  The thresholds only read the verdicts: the judge is asked exactly what :meth:`Verifier.verify`
+  asks of it for the same claim and page, so both routes take one decision.
 * **anti-citation** (``enableAntiCitations``): a fact the judge found ``contradicted`` with a
   confidence of at least ``antiCitationThreshold`` (default 0.8).
 * **claim score** (``enableClaimLevelScore``): the highest support probability over the facts,
@@ -323,7 +321,6 @@ async def acheck_grounding_request(
             f"no judge is available for the grounding check: {install_command('local')} (the embedded judge) or set "
             "GUARDRAIL_JUDGE"
         )
-    spec = request.grounding_spec
     extracted = await verifier.run_cpu(extract_claims, request.answer_candidate)
     checked = [i for i, c in enumerate(extracted.claims) if c.grounding_check_required]
     check_count(verifier.settings, "max_claims", "claims", len(checked))
@@ -334,7 +331,7 @@ async def acheck_grounding_request(
         for i, f in enumerate(request.facts)
     ]
     tasks = [
-        ClaimTask(claim=text, evidence=[fact_objs[i] for i in chosen], settle_at=spec.citation_threshold)
+        ClaimTask(claim=text, evidence=[fact_objs[i] for i in chosen])
         for text, chosen in zip(claim_texts, shortlist, strict=True)
     ]
     reports = await verifier.averify_many(tasks) if tasks else []

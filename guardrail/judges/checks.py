@@ -10,10 +10,13 @@ import functools
 import itertools
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from breame.spelling import get_american_spelling
 
 from guardrail.judges.lexicon import are_antonyms
 
@@ -226,9 +229,30 @@ class _Memoised(Generic[_T]):
         return self.long(text) if len(text) > _LONG_TEXT else self.short(text)
 
 
+_GROUPED_DIGITS = re.compile(r"(?<![\d.,])\d{1,3}(?:[,\u00a0\u2009\u202f ]\d{3})+(?![\d]|[.,]\d{3})")
+_DIGIT_SEPARATORS = re.compile(r"[,\u00a0\u2009\u202f ]")
+
+
+def _fold_diacritics(text: str) -> str:
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+@_Memoised
+def matchable(text: str) -> str:
+    """``text`` as the lexical checks compare it: diacritics folded ("Dvořák" -> "Dvorak") and a
+    number's thousands separators dropped ("1,000" and "1 000" -> "1000"), so that spellings a
+    reader takes for the same word or value match. What the model reads is never changed."""
+    return _GROUPED_DIGITS.sub(lambda m: _DIGIT_SEPARATORS.sub("", m.group(0)), _fold_diacritics(text))
+
+
 @functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    w = word.lower()
+    # British spellings read as American ones ("metres" -> "meters", "organised" -> "organized";
+    # breame's list of about 1,700 pairs) before the suffixes go, so both stem alike.
+    w = get_american_spelling(_fold_diacritics(word.lower()))
     for suffix in ("ing", "ed", "es", "s"):
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
             w = w[: -len(suffix)]
@@ -241,7 +265,7 @@ def _stem(word: str) -> str:
 @_Memoised
 def content_words(text: str) -> frozenset[str]:
     """Lower-cased, lightly stemmed words of ``text`` without stopwords."""
-    return frozenset(_stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS)
+    return frozenset(_stem(w) for w in _WORD.findall(matchable(text)) if w.lower() not in STOPWORDS)
 
 
 @_Memoised
@@ -278,7 +302,7 @@ def bigram_overlap(claim: str, evidence: str) -> float:
     "at sea level" from "above sea level" where single words cannot."""
 
     def bigrams(text: str) -> set[tuple[str, str]]:
-        words = [_stem(w) for w in _WORD.findall(text)]
+        words = [_stem(w) for w in _WORD.findall(matchable(text))]
         return set(itertools.pairwise(words))
 
     grams = bigrams(claim)
@@ -438,7 +462,7 @@ def quantities(text: str) -> list[Quantity]:
 @_Memoised
 def _quantities(text: str) -> tuple[Quantity, ...]:
     out: list[Quantity] = []
-    for m in _QUANTITY.finditer(text):
+    for m in _QUANTITY.finditer(matchable(text)):
         raw_num = m.group("num")
         word = raw_num.lower()
         if word in _NUMBER_WORDS:
@@ -489,7 +513,7 @@ def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity]
         if q.unit is None or q.unit == "year":
             continue
         same_unit = [other for other in ev if other.unit == q.unit]
-        if any(_roughly(q, other, evidence) for other in same_unit):
+        if any(_roughly(q, other, matchable(evidence)) for other in same_unit):
             continue  # "increased by about 40% and 150%" states the claim's "43 percent", rounded
         for other in same_unit:
             if not _same_value(other.value, q.value):
@@ -766,7 +790,7 @@ words tell which thing a sentence is about."""
 @_Memoised
 def _word_bag(text: str) -> frozenset[str]:
     """Every word of ``text``, lower-cased, and its stem: what a name is looked up in."""
-    words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", text)}
+    words = {w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", matchable(text))}
     return frozenset(words | {_stem(w) for w in words})
 
 

@@ -96,7 +96,9 @@ def _lead(claim: str) -> str | None:
 
 
 def _rest_overlap(claim: str, removed: str, evidence: str) -> float:
-    return checks.overlap(" ".join(claim.replace(removed, " ").split()), evidence)
+    # The removed value is as the checks found it: in the claim's matchable form ("1000" for "1 000").
+    rest = checks.matchable(claim).replace(checks.matchable(removed), " ")
+    return checks.overlap(" ".join(rest.split()), evidence)
 
 
 def conflicts_of(claim: str, text: str) -> tuple[bool, bool, bool, bool, bool, bool, bool]:
