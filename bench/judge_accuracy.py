@@ -52,6 +52,8 @@ from guardrail.judges.local import LocalJudge, Scored  # noqa: E402
 from training import datasets as ds  # noqa: E402
 
 LABELS3 = ("supported", "contradicted", "not_found")
+OFFLINE_DEADLINE = 7 * 24 * 3600.0
+"""The verifier's deadline for a whole set judged in one call (a user's call has 100 s)."""
 
 
 class _NoFetch:
@@ -120,8 +122,10 @@ class WordOverlapJudge:
 def make_verifier(judge: Any) -> Verifier:
     from guardrail import Settings
 
-    # The baseline reads the whole page; the judges get the top 3 passages, as at run time.
-    settings = Settings(top_k=10_000) if isinstance(judge, WordOverlapJudge) else None
+    # The baseline reads the whole page; the judges get the top 3 passages, as at run time. A set
+    # is one long call here, not a user's request: GUARDRAIL_DEADLINE (100 s) would end it.
+    top_k = {"top_k": 10_000} if isinstance(judge, WordOverlapJudge) else {}
+    settings = Settings(deadline=OFFLINE_DEADLINE, **top_k)
     return Verifier(judge=judge, fetcher=_NoFetch(), settings=settings)  # type: ignore[arg-type]
 
 
