@@ -27,13 +27,14 @@ from fastapi.testclient import TestClient
 
 from guardrail import Settings, Verifier
 from guardrail.apps.server import create_app
+from guardrail.apps.server.dependencies import state_of
 from guardrail.apps.server.models import PresetName
 from guardrail.apps.server.protocol import MAX_HEAD_BYTES, ConnectionLimits, GuardedH11Protocol
 from guardrail.core.policy import POLICY_PRESETS
 from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.store import AuditStore
 from tests.fakes import HashEmbedder, OverlapJudge, SlowCpuJudge
-from tests.fixtures.crawlbase_server import FakeCrawlbase
+from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 from tests.fixtures.server import FixtureServer, Route, counting
 from tests.fixtures.uvicorn_server import served as uvicorn_served
 from tests.test_audit_writer import HeldLock
@@ -159,9 +160,10 @@ def test_a_422_names_the_field_and_the_rule_never_the_value(client: TestClient) 
 def test_false_is_not_a_number_for_the_float_fields(client: TestClient) -> None:
     guard = client.post("/v1/guard", json={"answer": "A claim [1].", "policy": {"min_confidence": False}})
     assert_422(guard, ["body", "policy", "PolicySpec", "min_confidence"])
-    spec = {"citationThreshold": False}
-    grounding = client.post("/v1/check-grounding", json={"answerCandidate": "A.", "facts": [], "groundingSpec": spec})
-    assert_422(grounding, ["body", "groundingSpec", "citationThreshold"])
+    for field in ("citationThreshold", "antiCitationThreshold"):
+        spec = {field: False}
+        body = {"answerCandidate": "A.", "facts": [], "groundingSpec": spec}
+        assert_422(client.post("/v1/check-grounding", json=body), ["body", "groundingSpec", field])
     ok = client.post("/v1/guard", json={"answer": "A claim [1].", "policy": {"min_confidence": 1}})
     assert ok.status_code == 200, ok.text  # an integer is still a number
 
@@ -397,6 +399,35 @@ def test_the_deadline_answers_504_and_stops_the_work(tmp_path: Path) -> None:
             assert response.json()["error"]["status"] == "DEADLINE_EXCEEDED"
             assert elapsed < 3
             assert c.get("/health").status_code == 200  # quick requests are not touched
+
+
+def test_a_hung_crawlbase_api_is_a_fetch_timeout_in_a_200_not_a_504() -> None:
+    """Crawlbase's 90 s call timeout and 180 s retry budget outlasted the request timeout (120 s),
+    so a hung API answered every request 504. The service fits the call's deadline inside the
+    request timeout and each page's fetch inside the deadline; here all of them, scaled down."""
+    url = "https://example.org/water"
+    api = FakeCrawlbase().start()
+    api.targets[url] = FakeTarget(readable=CLAIM, delay=60.0)  # the API holds every call
+    settings = Settings(
+        request_timeout=5.0,  # deadline 4.5 s, a page's fetch 2.7 s
+        crawlbase_token=NORMAL_TOKEN,
+        crawlbase_api_url=api.api_url,
+        judge="openai",  # never called: nothing is fetched to judge
+        openai_api_key="sk-unused",
+        openai_base_url="http://127.0.0.1:9/v1",
+        **NO_STORES,  # type: ignore[arg-type]
+    )
+    try:
+        app = create_app(settings=settings, warm=False)
+        state_of(app).require_verifier()  # the judge resolved (its client imported) before the clock runs
+        with TestClient(app) as c:
+            response = c.post("/verify", json={"claim": CLAIM, "urls": [url]})
+    finally:
+        api.stop()
+    assert response.status_code == 200, response.text
+    verdict = response.json()["citations"][0]
+    assert (verdict["label"], verdict["reason"]) == ("unreachable", "fetch_timeout"), verdict
+    assert api.requests, "the fake Crawlbase API was never asked"
 
 
 @pytest.mark.usefixtures("settled_heap")

@@ -94,6 +94,29 @@ async def test_a_judge_answering_the_wrong_types_is_a_verdict_not_an_exception(p
     assert details == {"judge none-judge answered a NoneType, not a JudgeVerdict"}
 
 
+class HungJudge(OverlapJudge):
+    """A custom judge that never answers: the guard must still answer, at the call's deadline."""
+
+    name = "hung-judge"
+
+    async def judge(self, requests: Any) -> Any:
+        await asyncio.Event().wait()  # nobody sets it
+        raise AssertionError("unreachable")
+
+
+async def test_a_judge_that_never_answers_is_ended_by_the_deadline(pages: FixtureServer) -> None:
+    settings = Settings(deadline=2.0)  # a page's fetch gets 1.2 s of it
+    verifier = Verifier(
+        fetcher=site_fetcher(pages, settings), judge=HungJudge(), embedder=HashEmbedder(), settings=settings
+    )
+    guarded = CitationGuard(verifier=verifier).ainvoke(AIMessage(content=inline_answer(pages)))
+    out = await asyncio.wait_for(guarded, 60)  # a bound for the test only: without the deadline it never returns
+    assert isinstance(out, AIMessage) and "could not check" in out.text
+    report = get_citation_report(out)
+    assert report is not None
+    assert {v.reason for claim in report.claims for v in claim.verdicts} == {"deadline"}
+
+
 def test_str_in_str_out_with_badges(pages: FixtureServer, verifier: Verifier) -> None:
     out = CitationGuard(verifier=verifier).invoke(inline_answer(pages))
     assert isinstance(out, str)
