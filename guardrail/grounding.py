@@ -217,7 +217,8 @@ def count_tokens(text: str) -> int:
 
 def _check_threshold(name: str, value: float) -> None:
     if not (0.0 <= value <= 1.0):  # also refuses NaN
-        raise GroundingLimitError(name, f"groundingSpec.{name} must be in [0, 1], got {value}")
+        # Named, never echoed: an error body does not repeat what the client sent.
+        raise GroundingLimitError(name, f"groundingSpec.{name} must be a number in [0, 1]")
 
 
 def validate_request(request: CheckGroundingRequest) -> None:

@@ -263,6 +263,8 @@ def test_limits_name_the_limit(body: dict, limit: str, words: str) -> None:
     with pytest.raises(GroundingLimitError) as info:
         validate_request(request)
     assert info.value.limit == limit and words in str(info.value)
+    for value in (body.get("groundingSpec") or {}).values():
+        assert str(value) not in str(info.value)  # the field and the rule, never the value sent
     verifier, judge = fake_verifier()
     with pytest.raises(GroundingLimitError):
         check_grounding(request.answer_candidate, request.facts, request.grounding_spec, verifier=verifier)
