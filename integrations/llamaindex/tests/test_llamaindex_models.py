@@ -20,15 +20,16 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from guardrail import Label, RetryPolicy, Settings, Verifier
 from guardrail.apps.demo import LoopbackSite, demo_routes, site_fetcher
 from guardrail.judges.prompt import SYSTEM_PROMPT
+from guardrail.testing import HashEmbedder
+from integrations.seed_examples import JUDGE_SEEDS, SEED_QUOTE_100, SEED_QUOTE_120
+from integrations.seed_examples import verdict_json as verdict
 from llama_index.postprocessor.citation_guardrail import (
     CitationGuardPostprocessor,
     CitationGuardQueryEngine,
     LlamaIndexEmbedder,
     LlamaIndexJudge,
 )
-from tests.fakes import JUDGE_SEEDS, SEED_QUOTE_100, SEED_QUOTE_120, HashEmbedder
-from tests.fakes import verdict_json as verdict
-from tests.fixtures.llamaindex import ScriptedLLM
+from llama_index.postprocessor.citation_guardrail.testing import ScriptedLLM
 
 FAST = RetryPolicy(attempts=2, attempt_timeout=5.0, backoff=0.01, max_backoff=0.02)
 QUOTE_100, QUOTE_120 = SEED_QUOTE_100, SEED_QUOTE_120
