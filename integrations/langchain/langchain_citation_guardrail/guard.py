@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -39,9 +39,7 @@ from langchain_citation_guardrail._io import REPORT_METADATA_KEY, Job, Keys, fin
 from langchain_citation_guardrail._stream import Final, guard_stream
 from langchain_citation_guardrail._tracing import RunManager, report_run, stage_runs
 from langchain_citation_guardrail.schemas import input_type, output_type
-
-if TYPE_CHECKING:
-    from langchain_citation_guardrail.wrap import GuardedRunnable
+from langchain_citation_guardrail.wrap import GuardedRunnable
 
 __all__ = ["CITATION_REPORT_EVENT", "REPORT_METADATA_KEY", "CitationGuard", "get_citation_report"]
 
@@ -206,8 +204,6 @@ class CitationGuard(RunnableSerializable[Any, Any]):
 
     def wrap(self, runnable: Runnable[Any, Any]) -> GuardedRunnable:
         """``runnable`` guarded by this guard: see :class:`~langchain_citation_guardrail.GuardedRunnable`."""
-        from langchain_citation_guardrail.wrap import GuardedRunnable
-
         return GuardedRunnable(runnable=runnable, guard=self)
 
     # -- helpers -------------------------------------------------------------------------------
