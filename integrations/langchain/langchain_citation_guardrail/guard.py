@@ -109,6 +109,10 @@ class CitationGuard(RunnableSerializable[Any, Any]):
     loaded) and never the verifier, judge or embedder objects; load with
     ``loads(text, valid_namespaces=["langchain_citation_guardrail"], allowed_objects=[CitationGuard])``.
 
+    **Copies and pickles**: ``copy.deepcopy`` and ``pickle`` work after use; the verifier the guard
+    built is left out (built again on first use) and a deep copy shares the given verifier, judge
+    and embedder.
+
     ``batch``/``abatch`` verify all inputs on one event loop with one page memo, so a URL cited
     by several answers is fetched once.
 
@@ -167,6 +171,29 @@ class CitationGuard(RunnableSerializable[Any, Any]):
     def _settings_from_dict(cls, value: Any) -> Any:
         # Settings(**fields) also reads the environment for the rest (the secrets a dump leaves out).
         return Settings(**value) if isinstance(value, Mapping) else value
+
+    # -- copies and pickles -------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """The guard's state without the verifier it built (network clients, TLS contexts, weak
+        references: a guard loaded from a pickle builds its own on first use)."""
+        state: dict[Any, Any] = super().__getstate__()
+        private = state.get("__pydantic_private__")
+        if private and private.get("_built") is not None:
+            state["__pydantic_private__"] = {**private, "_built": None}
+        return state
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> CitationGuard:
+        """A copy of the configuration: the given verifier, judge and embedder are shared (services
+        and models, not state), and the verifier this guard built is not copied (the copy builds
+        its own on first use)."""
+        memo = {} if memo is None else memo
+        for shared in (self.verifier, self.judge, self.embedder):
+            if shared is not None:
+                memo[id(shared)] = shared
+        if self._built is not None:
+            memo[id(self._built)] = None
+        return super().__deepcopy__(memo)
 
     # -- serialisation (dumpd / loads) and schemas ---------------------------------------------
 

@@ -4,7 +4,9 @@ the pages come from the loopback fixture server; the judge and embedder are the 
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -119,6 +121,27 @@ def test_dumpd_loads_round_trip_keeps_policy_keys_and_settings_never_secrets(mon
     assert loaded.settings is not None and (loaded.settings.judge, loaded.settings.top_k) == ("openai", 5)
     key = loaded.settings.openai_api_key
     assert key is not None and key.get_secret_value() == "sk-from-the-environment"  # read again, not stored
+
+
+def test_a_used_guard_can_be_deep_copied_and_pickled(pages: LoopbackSite) -> None:
+    settings = Settings(allow_private_hosts=True)
+    guard = CitationGuard(policy="annotate", settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
+    expected = guard.invoke(inline_answer(pages))  # builds its verifier: TLS context, clients, weak references
+    assert "❌ contradicted" in expected and "✅ supported" in expected
+    copied = copy.deepcopy(guard)
+    assert copied.judge is guard.judge and copied.policy == guard.policy  # models shared, settings copied
+    loaded = pickle.loads(pickle.dumps(guard))
+    assert loaded.policy == guard.policy and loaded.settings == settings
+    for other in (copied, loaded):
+        assert other.invoke(inline_answer(pages)) == expected
+    assert guard.invoke(inline_answer(pages)) == expected  # the original keeps working
+
+
+def test_a_copy_of_a_guard_given_a_verifier_shares_it(pages: LoopbackSite, verifier: Verifier) -> None:
+    guard = CitationGuard(verifier=verifier)
+    expected = guard.invoke(inline_answer(pages))
+    copied = copy.deepcopy(guard)
+    assert copied.verifier is verifier and copied.invoke(inline_answer(pages)) == expected
 
 
 def test_a_chain_with_the_guard_round_trips() -> None:
