@@ -573,7 +573,7 @@ def test_the_engine_it_builds_honours_archived_copies(pages: LoopbackSite) -> No
     with WaybackSite() as wayback:
         wayback.archive(dead, pages.routes["/boiling"].body)  # type: ignore[arg-type]
         settings = GuardrailSettings(archive="wayback", wayback_url=wayback.base, allow_private_hosts=True)
-        guard = CitationGuardQueryEngine(inner, settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
+        guard = CitationGuardQueryEngine(inner, guard_settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
         report = report_of(guard.query("q?"))
         assert report is not None
         verdict = report.claims[0].verdicts[0]

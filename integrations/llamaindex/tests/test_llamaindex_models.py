@@ -81,7 +81,7 @@ def test_a_llamaindex_embed_model_as_the_embedder(site: LoopbackSite) -> None:
     vectors = embedder.embed(["a", "b"])
     assert vectors.shape == (2, 8) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
     post = CitationGuardPostprocessor(
-        settings=Settings(allow_private_hosts=True),
+        guard_settings=Settings(allow_private_hosts=True),
         judge=LlamaIndexJudge(ScriptedLLM([verdict("supported", QUOTE_100)])),
         embedder=embedder,
     )
