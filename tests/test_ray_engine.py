@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 
 from guardrail.apps.batch import arun_batch_file
 from guardrail.apps.batch.checkpoint import BatchLockedError, checkpoint_path, lock_path
-from guardrail.apps.batch.ray_engine import RAY_INSTALL_HINT, RayOptions, run_ray_batch_file
+from guardrail.apps.batch.ray_engine import RAY_INSTALL_HINT, RayOptions, run_ray_batch_file, verify_dataset
 from guardrail.bridges import run_sync
 from guardrail.runtime import build_runtime
 from guardrail.settings import Settings
@@ -128,6 +129,16 @@ def test_an_actor_killed_mid_run_is_replaced_and_no_row_is_lost_or_doubled(
     ids = [json.loads(line)["id"] for line in (tmp_path / "out.csv.checkpoint.jsonl").read_text().splitlines()]
     assert Counter(ids) == Counter(r.id for r in done.results) and len(ids) == 24 == len(set(ids))
     assert done.summary.rows_failed == 0
+
+
+def test_the_actor_pool_is_set_up_without_ray_deprecation_warnings(local_ray: None) -> None:
+    from ray.util.annotations import RayDeprecationWarning
+
+    rows = ray.data.from_items([{"id": "r1", "claim": CLAIM, "urls": ["http://127.0.0.1:9/x"]}])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        verify_dataset(rows, settings(), options())
+    assert not [str(w.message) for w in caught if issubclass(w.category, RayDeprecationWarning)]
 
 
 def test_without_ray_the_engine_says_how_to_install_it(tmp_path: Path, pages: LoopbackSite) -> None:
