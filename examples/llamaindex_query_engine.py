@@ -3,7 +3,8 @@
 The index was "built last month" from a few web pages; since then one page died and one changed.
 The example serves those pages itself on 127.0.0.1 (guardrail.apps.demo), so it needs no network and
 no API key. The LLM is a tiny deterministic stand-in that answers the way CitationQueryEngine asks
-(one sentence per numbered source, with its [n] marker); the embedding model is MockEmbedding.
+(one sentence per numbered source, with its [n] marker: the package's test double
+CitingLLM); the embedding model is MockEmbedding.
 
 1. CitationGuardQueryEngine verifies the answer: every [n] is resolved to the response's
    source_nodes[n - 1], whose page is re-fetched (or whose text is checked, when it has no URL).
@@ -17,49 +18,17 @@ nothing else can be judged.
 
 from __future__ import annotations
 
-import re
 import sys
-from typing import Any
 
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core import Settings as LlamaSettings
-from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen
 from llama_index.core.embeddings import MockEmbedding
-from llama_index.core.llms import MockLLM
-from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import CitationQueryEngine
 
 from guardrail import Policy
 from guardrail.apps.demo import LoopbackSite, demo_routes, demo_verifier, describe_judge, note_if_no_judge, print_report
 from llama_index.postprocessor.citation_guardrail import CitationGuardPostprocessor, CitationGuardQueryEngine, report_of
-
-
-class CitingLLM(MockLLM):
-    """Answers from the numbered sources in CitationQueryEngine's prompt: the first sentence of
-    each, followed by its [n] marker. Deterministic, so the example always shows the same answer."""
-
-    @staticmethod
-    def answer(prompt: str) -> str:
-        context = prompt.split("Now it's your turn")[-1]
-        sentences = []
-        for n, body in re.findall(r"Source (\d+):\n(.*?)(?=\nSource \d+:|\n------)", context, re.S):
-            first = re.split(r"(?<=[.!?])\s", body.strip())[0].rstrip(".")
-            sentences.append(f"{first} [{n}].")
-        return " ".join(sentences)
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self.answer(prompt))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        text = self.answer(prompt)
-
-        def gen() -> CompletionResponseGen:
-            for i in range(0, len(text), 6):
-                yield CompletionResponse(text=text[: i + 6], delta=text[i : i + 6])
-
-        return gen()
+from llama_index.postprocessor.citation_guardrail.testing import CitingLLM
 
 
 def documents(site: LoopbackSite) -> list[Document]:
@@ -96,7 +65,7 @@ def documents(site: LoopbackSite) -> list[Document]:
 
 
 def main() -> None:
-    LlamaSettings.llm = CitingLLM(max_tokens=None)
+    LlamaSettings.llm = CitingLLM()
     LlamaSettings.embed_model = MockEmbedding(embed_dim=16)
 
     with LoopbackSite(demo_routes()) as site:

@@ -31,9 +31,9 @@ for _var in (
 os.environ["GUARDRAIL_CACHE"] = "off"
 os.environ["GUARDRAIL_AUDIT_DB"] = "off"
 
+from guardrail.testing import LoopbackSite  # noqa: E402
 from tests.fixtures.llm_server import FakeLLMServer  # noqa: E402
 from tests.fixtures.pages import default_routes  # noqa: E402
-from tests.fixtures.server import FixtureServer  # noqa: E402
 
 # Tests never ask the system resolver about a real name (that is the network, and the answer
 # varies): a name other than localhost reaching socket.getaddrinfo fails the test that asked and
@@ -89,9 +89,9 @@ def settled_heap() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def pages() -> Iterator[FixtureServer]:
+def pages() -> Iterator[LoopbackSite]:
     """The fixture page server on 127.0.0.1, shared by the whole test session."""
-    server = FixtureServer(default_routes()).start()
+    server = LoopbackSite(default_routes()).start()
     try:
         yield server
     finally:

@@ -1,6 +1,6 @@
-"""Test doubles that implement the public protocols (Judge, Embedder, Fetcher) without loading
-models or fetching, the verifier the loopback-page tests share, what the LLM judge tests share,
-and duck-typed LangChain/LlamaIndex sources.
+"""What the project's own tests share beyond the public test doubles (:mod:`guardrail.testing`):
+a slow in-process judge, the verifier the loopback-page tests share, what the LLM judge tests
+share, and duck-typed LangChain/LlamaIndex sources.
 
 They replace a stage the way a user would swap one; they never patch the code under test.
 """
@@ -8,67 +8,15 @@ They replace a stage the way a user would swap one; they never patch the code un
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 from guardrail import Verifier
 from guardrail.core.schema import FetchedPage, JudgeRequest, JudgeVerdict
 from guardrail.judges.base import Judge
 from guardrail.judges.retry import RetryPolicy
-
-_WORD = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_STOP = {"the", "a", "an", "at", "of", "in", "is", "and", "to", "it", "by", "was", "on", "as", "for"}
-
-
-def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)} - _STOP
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
-
-
-class OverlapJudge:
-    """Supported when a sentence covers the claim's words and numbers; contradicted when it covers
-    the words but states other numbers; else not_found. The quote is that sentence, verbatim."""
-
-    name = "overlap"
-    model = "overlap-test-judge"
-    cpu_bound = False
-
-    def load(self) -> None:
-        """Nothing to load."""
-
-    def __init__(self, threshold: float = 0.6) -> None:
-        self.threshold = threshold
-        self.calls: list[list[JudgeRequest]] = []
-
-    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        self.calls.append(list(requests))
-        return [self._one(r) for r in requests]
-
-    def _one(self, request: JudgeRequest) -> JudgeVerdict:
-        claim_words = _words(request.claim) - set(_NUMBER.findall(request.claim))
-        claim_numbers = set(_NUMBER.findall(request.claim))
-        best, best_score = None, 0.0
-        for passage in request.passages:
-            for sentence in _sentences(passage):
-                score = len(claim_words & _words(sentence)) / max(1, len(claim_words))
-                if score > best_score:
-                    best, best_score = sentence, score
-        if best is None or best_score < self.threshold:
-            return JudgeVerdict(label="not_found", confidence=1 - best_score)
-        numbers = set(_NUMBER.findall(best))
-        if claim_numbers and not claim_numbers <= numbers:
-            return JudgeVerdict(label="contradicted", evidence_quote=best, confidence=best_score)
-        return JudgeVerdict(label="supported", evidence_quote=best, confidence=best_score)
+from guardrail.testing import HashEmbedder, OverlapJudge, StaticFetcher
 
 
 class SlowCpuJudge(OverlapJudge):
@@ -88,68 +36,9 @@ class SlowCpuJudge(OverlapJudge):
         def work() -> list[JudgeVerdict]:
             time.sleep(self.delay)
             self.finished += 1
-            return [self._one(r) for r in requests]
+            return [self.decide(r) for r in requests]
 
         return await asyncio.to_thread(work)
-
-
-class FixedJudge:
-    """Always answers the same verdict (for testing the quote guard and aggregation)."""
-
-    name = "fixed"
-    model = "fixed-test-judge"
-    cpu_bound = False
-
-    def load(self) -> None:
-        """Nothing to load."""
-
-    def __init__(self, verdict: JudgeVerdict) -> None:
-        self.verdict = verdict
-        self.calls: list[list[JudgeRequest]] = []
-
-    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        self.calls.append(list(requests))
-        return [self.verdict for _ in requests]
-
-
-class HashEmbedder:
-    """Bag-of-words vectors by hashing: cheap, deterministic, good enough to rank passages by overlap."""
-
-    name = "hash-embedder"
-
-    def __init__(self, dims: int = 512) -> None:
-        self.dims = dims
-        self.batches: list[int] = []
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.batches.append(len(texts))
-        out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in _words(text):
-                h = int(hashlib.md5(word.encode()).hexdigest(), 16)
-                out[row, h % self.dims] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
-
-
-class StaticFetcher:
-    """A Fetcher serving the given pages (the real fetchers are tested elsewhere); any other URL
-    answers 404. ``calls`` lists the URLs of each ``fetch_all`` call."""
-
-    name = "static"
-
-    def __init__(self, pages: Mapping[str, FetchedPage]) -> None:
-        self.pages = dict(pages)
-        self.calls: list[list[str]] = []
-
-    def cache_options(self) -> dict[str, object]:
-        return {}
-
-    async def fetch_all(self, urls: Sequence[str]) -> dict[str, FetchedPage]:
-        self.calls.append(list(urls))
-        await asyncio.sleep(0)
-        return {u: self.pages.get(u) or FetchedPage(url=u, original_status=404) for u in urls}
 
 
 def fake_stages() -> dict[str, Any]:
@@ -218,75 +107,6 @@ def static_pages() -> StaticFetcher:
             INJECTED_URL: page(INJECTED_URL, INJECTED_TEXT, "rid-inj"),
         }
     )
-
-
-# -- the seed examples, for the judges over a framework's chat model ---------------------------------
-
-SEED_QUOTE_100 = "pure water boils at 100 degrees Celsius (212 degrees Fahrenheit)"
-SEED_QUOTE_120 = "they let water reach about 120 degrees Celsius before it boils"
-
-
-def verdict_json(label: str, quote: str = "", confidence: float = 0.9) -> str:
-    """A judge's answer as the built-in LLM judges' prompt asks for it."""
-    return json.dumps({"label": label, "evidence_quote": quote, "confidence": confidence})
-
-
-JUDGE_SEEDS: list[tuple[str, str, list[str], str, str | None]] = [
-    # The demo answer's claims against the demo pages (guardrail.apps.demo): (claim, path, what the
-    # model answers, in order, the label, the reason).
-    (
-        "Water boils at 100 degrees Celsius at sea level.",
-        "/boiling",
-        [verdict_json("supported", SEED_QUOTE_100)],
-        "supported",
-        None,
-    ),
-    (
-        "A pressure cooker lets water reach 150 degrees Celsius before it boils.",
-        "/boiling",
-        [verdict_json("contradicted", SEED_QUOTE_120)],
-        "contradicted",
-        None,
-    ),
-    ("It starred Brad Pitt and Kate Winslet.", "/titanic", [verdict_json("not_found")], "not_found", None),
-    (  # the model obeys an injection and quotes a sentence that is not in the page: the quote guard
-        "Water boils at 100 degrees Celsius at sea level.",
-        "/boiling",
-        [verdict_json("supported", "Water always boils at 100 degrees Celsius everywhere.")],
-        "not_found",
-        "evidence_quote_not_in_source",
-    ),
-    (  # not JSON, then a valid answer in a code fence: strict parsing, one retry
-        "Water boils at 100 degrees Celsius at sea level.",
-        "/boiling",
-        ["Sure! It is supported.", f"```json\n{verdict_json('supported', SEED_QUOTE_100)}\n```"],
-        "supported",
-        None,
-    ),
-    (  # a label we do not have, twice: the retry budget (two attempts) is spent
-        "Water boils at 100 degrees Celsius at sea level.",
-        "/boiling",
-        [verdict_json("true", SEED_QUOTE_100), verdict_json("true", SEED_QUOTE_100)],
-        "not_found",
-        "judge_error",
-    ),
-    # a dead link never reaches the model
-    ("Its first cut ran for more than four hours.", "/titanic-first-cut", [], "unreachable", "http_404"),
-]
-"""The seed examples a judge over a scripted chat model must label (with two attempts per request)."""
-
-_FENCED = re.compile(r"<(claim|passage id=\d+)>\n(.*?)\n</(?:claim|passage)>", re.S)
-
-
-def overlap_answer(prompt: str) -> str:
-    """What a chat model judging like :class:`OverlapJudge` answers to the built-in judges' prompt
-    (the fenced claim and passages of ``prompt``), as JSON."""
-    fenced = _FENCED.findall(prompt)
-    claims = [text for tag, text in fenced if tag == "claim"]
-    if not claims:
-        return "I see no claim to judge."
-    verdict = OverlapJudge()._one(JudgeRequest(claim=claims[-1], passages=[t for tag, t in fenced if tag != "claim"]))
-    return verdict_json(verdict.label, verdict.evidence_quote or "", round(verdict.confidence, 3))
 
 
 # -- duck-typed sources ----------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Archived copies of dead links (issue 22): the Wayback availability API spoken by a local server
-(tests/fixtures/wayback.py), the snapshot fetched through the verifier's own fetcher, the claim
+(guardrail.testing.WaybackSite), the snapshot fetched through the verifier's own fetcher, the claim
 judged against it. The judge and embedder are the test doubles; nothing leaves 127.0.0.1."""
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ from guardrail.apps.server import create_app
 from guardrail.archive import WaybackArchive, raw_snapshot_url, wayback_timestamp
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.runtime import build_archive
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.server import FixtureServer, Route
-from tests.fixtures.wayback import TIMESTAMP, FakeWayback
+from guardrail.testing import WAYBACK_TIMESTAMP, HashEmbedder, LoopbackSite, OverlapJudge, Route, WaybackSite
 
 CLAIM = "The Alder River is 217 kilometres long."
 SUPPORTS = article(
@@ -37,20 +35,20 @@ TAKEN = datetime(2013, 9, 19, 4, 46, 12, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def wayback() -> Iterator[FakeWayback]:
-    with FakeWayback() as server:
+def wayback() -> Iterator[WaybackSite]:
+    with WaybackSite() as server:
         yield server
 
 
 @pytest.fixture
-def origin(pages: FixtureServer) -> FixtureServer:
+def origin(pages: LoopbackSite) -> LoopbackSite:
     """The cited site: the session's fixture pages, where /alder is gone (404) and /live is not."""
     pages.routes.setdefault("/live", Route(body=article("Tomatoes", ["Tomatoes need sunlight."])))
     return pages
 
 
 def verifier(
-    origin: FixtureServer, wayback: FakeWayback, *, stage: Any = "wayback", snapshots_allowed: bool = True, **kw: Any
+    origin: LoopbackSite, wayback: WaybackSite, *, stage: Any = "wayback", snapshots_allowed: bool = True, **kw: Any
 ) -> Verifier:
     """A verifier whose fetcher lets the origin through the SSRF guard (and the archive's
     snapshots when ``snapshots_allowed``), its archive ``stage`` (build_verifier's ``archive``)
@@ -70,7 +68,7 @@ def verifier(
 
 
 def test_a_dead_link_whose_snapshot_supports_the_claim_reads_supported_against_the_copy(
-    origin: FixtureServer, wayback: FakeWayback
+    origin: LoopbackSite, wayback: WaybackSite
 ) -> None:
     dead = origin.url("/alder")
     raw = wayback.archive(dead, SUPPORTS)
@@ -82,11 +80,11 @@ def test_a_dead_link_whose_snapshot_supports_the_claim_reads_supported_against_t
     assert v.evidence_quote is not None and v.evidence_quote.startswith("The Alder River is 217 kilometres long from")
     assert report.model_dump(mode="json")["citations"][0]["archived_at"] == "2013-09-19T04:46:12Z"
     assert [url for url, _ in wayback.asked] == [dead]
-    assert raw.endswith(f"/web/{TIMESTAMP}id_/{dead}") and wayback.snapshot_hits() == 1  # the raw form, fetched
+    assert raw.endswith(f"/web/{WAYBACK_TIMESTAMP}id_/{dead}") and wayback.snapshot_hits() == 1  # the raw form, fetched
 
 
 def test_a_dead_link_whose_snapshot_contradicts_the_claim_reads_contradicted(
-    origin: FixtureServer, wayback: FakeWayback
+    origin: LoopbackSite, wayback: WaybackSite
 ) -> None:
     dead = origin.url("/alder")
     wayback.archive(dead, CONTRADICTS)
@@ -96,7 +94,7 @@ def test_a_dead_link_whose_snapshot_contradicts_the_claim_reads_contradicted(
 
 
 @pytest.mark.parametrize("failure", ["no snapshot", "503", "timeout"])
-def test_the_archive_failing_leaves_the_dead_link(origin: FixtureServer, wayback: FakeWayback, failure: str) -> None:
+def test_the_archive_failing_leaves_the_dead_link(origin: LoopbackSite, wayback: WaybackSite, failure: str) -> None:
     dead = origin.url("/alder")
     if failure == "503":
         wayback.archive(dead, SUPPORTS)
@@ -110,7 +108,7 @@ def test_the_archive_failing_leaves_the_dead_link(origin: FixtureServer, wayback
     assert len(wayback.asked) == 1 and wayback.snapshot_hits() == 0
 
 
-def test_the_snapshot_url_passes_the_ssrf_guard_like_any_other(origin: FixtureServer, wayback: FakeWayback) -> None:
+def test_the_snapshot_url_passes_the_ssrf_guard_like_any_other(origin: LoopbackSite, wayback: WaybackSite) -> None:
     dead = origin.url("/alder")
     wayback.archive(dead, SUPPORTS)
     # The archive answers a snapshot on a loopback port the guard does not let through.
@@ -119,7 +117,7 @@ def test_the_snapshot_url_passes_the_ssrf_guard_like_any_other(origin: FixtureSe
     assert wayback.lookups == 1 and wayback.snapshot_hits() == 0  # refused before any connection
 
 
-def test_archive_off_sends_the_archive_nothing(origin: FixtureServer, wayback: FakeWayback) -> None:
+def test_archive_off_sends_the_archive_nothing(origin: LoopbackSite, wayback: WaybackSite) -> None:
     dead = origin.url("/alder")
     wayback.archive(dead, SUPPORTS)
     for off in (None, False, "off"):  # the default (GUARDRAIL_ARCHIVE unset) and off on purpose
@@ -132,9 +130,7 @@ def test_archive_off_sends_the_archive_nothing(origin: FixtureServer, wayback: F
     assert verifier(origin, wayback, stage=None, archive="wayback").verify(CLAIM, [dead]).overall == Label.supported
 
 
-def test_links_that_are_not_gone_or_are_private_are_never_looked_up(
-    origin: FixtureServer, wayback: FakeWayback
-) -> None:
+def test_links_that_are_not_gone_or_are_private_are_never_looked_up(origin: LoopbackSite, wayback: WaybackSite) -> None:
     private = "http://127.0.0.1:9/alder"  # a loopback port the guard refuses: blocked_address
     report = verifier(origin, wayback).verify(CLAIM, [origin.url("/live"), private, "ftp://example.org/x"])
     assert [v.reason for v in report.citations] == [None, "blocked_address", "invalid_url"]
@@ -142,7 +138,7 @@ def test_links_that_are_not_gone_or_are_private_are_never_looked_up(
 
 
 def test_one_lookup_per_unique_url_per_run_and_the_answer_date_is_asked_for(
-    origin: FixtureServer, wayback: FakeWayback
+    origin: LoopbackSite, wayback: WaybackSite
 ) -> None:
     dead = origin.url("/alder")
     wayback.archive(dead, SUPPORTS)
@@ -156,7 +152,7 @@ def test_one_lookup_per_unique_url_per_run_and_the_answer_date_is_asked_for(
     assert wayback.asked == [(dead, "20240501000000")]
 
 
-async def test_a_batch_run_looks_each_dead_link_up_once(origin: FixtureServer, wayback: FakeWayback) -> None:
+async def test_a_batch_run_looks_each_dead_link_up_once(origin: LoopbackSite, wayback: WaybackSite) -> None:
     dead = origin.url("/alder")
     wayback.archive(dead, SUPPORTS)
     rows = [
@@ -172,7 +168,7 @@ async def test_a_batch_run_looks_each_dead_link_up_once(origin: FixtureServer, w
     assert (csv_row.archived_url, csv_row.archived_at) == (wayback.snapshot_url(dead), "2013-09-19T04:46:12+00:00")
 
 
-def test_the_service_guards_with_archived_copies(origin: FixtureServer, wayback: FakeWayback) -> None:
+def test_the_service_guards_with_archived_copies(origin: LoopbackSite, wayback: WaybackSite) -> None:
     dead = origin.url("/alder")
     wayback.archive(dead, SUPPORTS)
     answer = f"{CLAIM} ([notes]({dead}))"
@@ -188,7 +184,7 @@ def test_the_service_guards_with_archived_copies(origin: FixtureServer, wayback:
     assert plain["report"]["claims"][0]["verdicts"][0]["reason"] == "archived_copy"
 
 
-def test_repair_points_a_dead_reference_at_its_archived_copy(origin: FixtureServer, wayback: FakeWayback) -> None:
+def test_repair_points_a_dead_reference_at_its_archived_copy(origin: LoopbackSite, wayback: WaybackSite) -> None:
     dead, live = origin.url("/alder"), origin.url("/live")
     wayback.archive(dead, SUPPORTS)
     answer = f"{CLAIM} [1] Tomatoes need sunlight [2].\n\n[1]: {dead}\n[2]: {live}\n"

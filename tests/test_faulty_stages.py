@@ -20,8 +20,8 @@ from guardrail.core.policy import Policy, apply_policy
 from guardrail.core.schema import FetchedPage, JudgeRequest, JudgeVerdict, Reason, VerdictKind
 from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.fetch.direct import DirectFetcher
+from guardrail.testing import HashEmbedder, OverlapJudge, StaticFetcher
 from guardrail.verifier import Fact
-from tests.fakes import HashEmbedder, OverlapJudge, StaticFetcher
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 
 URL = "https://a.example/boiling"

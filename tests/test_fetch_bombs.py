@@ -19,9 +19,9 @@ from guardrail.core.schema import FetchedPage, Label, Reason
 from guardrail.fetch._http import DECODE_STEP, UnsupportedEncoding, _Decoder, content_coding
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.retry import RetryPolicy
+from guardrail.testing import LoopbackSite, Route
 from tests.fixtures import bombs
 from tests.fixtures.pages import article
-from tests.fixtures.server import FixtureServer, Route
 
 CAP = 1_000_000
 """The body cap the bomb tests fetch with."""
@@ -50,7 +50,7 @@ def _encoded(body: bytes, coding: str) -> Route:
 
 
 @pytest.fixture(scope="module")
-def bomb_server() -> Iterator[FixtureServer]:
+def bomb_server() -> Iterator[LoopbackSite]:
     exact = b"<p>" + b"x" * (CAP - 7) + b"</p>"  # decodes to exactly the cap
     routes = {
         "/gzip": _encoded(bombs.gzip_zeros(128 * MIB), "gzip"),
@@ -73,7 +73,7 @@ def bomb_server() -> Iterator[FixtureServer]:
         "/over-cap-by-one": _encoded(gzip.compress(exact + b" "), "gzip"),
         "/corrupt-gzip": _encoded(b"\x1f\x8b\x08\x00" + bytes(64), "gzip"),
     }
-    server = FixtureServer(routes).start()
+    server = LoopbackSite(routes).start()
     yield server
     server.stop()
 
@@ -93,14 +93,14 @@ async def _traced(work: Awaitable[FetchedPage]) -> tuple[FetchedPage, int]:
             tracemalloc.stop()
 
 
-async def _fetch(server: FixtureServer, path: str) -> FetchedPage:
+async def _fetch(server: LoopbackSite, path: str) -> FetchedPage:
     url = server.url(path)
     fetcher = DirectFetcher(allow_private_hosts=True, max_bytes=CAP, timeout=10, retry=RetryPolicy(attempts=1))
     return (await fetcher.fetch_all([url]))[url]
 
 
 @pytest.mark.parametrize("path", ["/gzip", "/x-gzip", "/deflate", "/raw-deflate", "/endless"])
-async def test_a_bomb_in_a_coding_we_asked_for_stops_at_the_cap(bomb_server: FixtureServer, path: str) -> None:
+async def test_a_bomb_in_a_coding_we_asked_for_stops_at_the_cap(bomb_server: LoopbackSite, path: str) -> None:
     """128 MiB of zeros (an endless body for identity): too_large, with memory near the cap."""
     page, peak = await _traced(_fetch(bomb_server, path))
     assert page.reason == Reason.too_large.value
@@ -109,7 +109,7 @@ async def test_a_bomb_in_a_coding_we_asked_for_stops_at_the_cap(bomb_server: Fix
 
 
 @pytest.mark.parametrize("path", ["/gzip-gzip", "/gzip-twice-declared", "/zstd", "/br", "/compress"])
-async def test_a_coding_we_did_not_ask_for_is_refused_unread(bomb_server: FixtureServer, path: str) -> None:
+async def test_a_coding_we_did_not_ask_for_is_refused_unread(bomb_server: LoopbackSite, path: str) -> None:
     """Stacked codings (one header or two), zstd, brotli, compress: refused before decoding."""
     page, peak = await _traced(_fetch(bomb_server, path))
     assert page.reason == Reason.unsupported_content_encoding.value
@@ -119,13 +119,13 @@ async def test_a_coding_we_did_not_ask_for_is_refused_unread(bomb_server: Fixtur
 
 
 @pytest.mark.parametrize("path", ["/page-gzip", "/page-deflate", "/page-raw-deflate", "/page-identity"])
-async def test_pages_in_the_codings_we_ask_for_read_normally(bomb_server: FixtureServer, path: str) -> None:
+async def test_pages_in_the_codings_we_ask_for_read_normally(bomb_server: LoopbackSite, path: str) -> None:
     page = await _fetch(bomb_server, path)
     assert page.reason is None
     assert "This page travelled compressed over the wire and reads the same." in page.text
 
 
-async def test_the_cap_counts_decoded_bytes_exactly(bomb_server: FixtureServer) -> None:
+async def test_the_cap_counts_decoded_bytes_exactly(bomb_server: LoopbackSite) -> None:
     """A body decoding to exactly the cap is read; one byte more is too large."""
     exact = await _fetch(bomb_server, "/exact-cap")
     assert exact.reason is None and "xxxx" in exact.text
@@ -133,7 +133,7 @@ async def test_the_cap_counts_decoded_bytes_exactly(bomb_server: FixtureServer) 
     assert over.reason == Reason.too_large.value
 
 
-async def test_a_corrupt_gzip_body_is_a_fetch_error(bomb_server: FixtureServer) -> None:
+async def test_a_corrupt_gzip_body_is_a_fetch_error(bomb_server: LoopbackSite) -> None:
     page = await _fetch(bomb_server, "/corrupt-gzip")
     assert page.reason == Reason.fetch_error.value
 

@@ -19,8 +19,8 @@ from guardrail.core.schema import FetchedPage, Label, Reason, VerdictKind, verdi
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.fetch.ssrf import Resolver
 from guardrail.retry import RetryPolicy
+from guardrail.testing import LoopbackSite, Route
 from tests.fixtures.pages import BOILING_PDF, article, default_routes
-from tests.fixtures.server import FixtureServer, Route
 
 BOILING_SENTENCE = "pure water boils at 100 degrees Celsius (212 degrees Fahrenheit)"
 
@@ -39,7 +39,7 @@ def outcome(p: FetchedPage) -> tuple[Label | None, str | None]:
 # -- the shared fixture pages --------------------------------------------------------------
 
 
-async def test_supporting_article_becomes_clean_markdown(pages: FixtureServer) -> None:
+async def test_supporting_article_becomes_clean_markdown(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/boiling"))
     assert p.original_status == 200
     assert BOILING_SENTENCE in p.text
@@ -54,13 +54,13 @@ async def test_supporting_article_becomes_clean_markdown(pages: FixtureServer) -
 @pytest.mark.parametrize(
     ("path", "status"), [("/gone-404", 404), ("/gone-410", 410), ("/error-500", 500), ("/unavailable-503", 503)]
 )
-async def test_origin_errors_are_unreachable(pages: FixtureServer, path: str, status: int) -> None:
+async def test_origin_errors_are_unreachable(pages: LoopbackSite, path: str, status: int) -> None:
     p = await fetch(pages.url(path))
     assert p.original_status == status
     assert outcome(p) == (Label.unreachable, f"http_{status}")
 
 
-async def test_slow_page_times_out(pages: FixtureServer) -> None:
+async def test_slow_page_times_out(pages: LoopbackSite) -> None:
     started = time.monotonic()
     p = await fetch(pages.url("/slow"), timeout=0.5)
     assert time.monotonic() - started < 2.5
@@ -68,7 +68,7 @@ async def test_slow_page_times_out(pages: FixtureServer) -> None:
     assert outcome(p) == (Label.unreachable, "fetch_timeout")
 
 
-async def test_redirect_chain_is_followed_and_recorded(pages: FixtureServer) -> None:
+async def test_redirect_chain_is_followed_and_recorded(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/redirect-1"))
     assert p.redirects == [pages.url("/redirect-1"), pages.url("/redirect-2"), pages.url("/redirect-3")]
     assert p.final_url == pages.url("/boiling")
@@ -76,7 +76,7 @@ async def test_redirect_chain_is_followed_and_recorded(pages: FixtureServer) -> 
     assert interpret(p).usable
 
 
-async def test_redirect_limit(pages: FixtureServer) -> None:
+async def test_redirect_limit(pages: LoopbackSite) -> None:
     too_strict = await fetch(pages.url("/redirect-1"), max_redirects=2)
     assert too_strict.reason == Reason.too_many_redirects.value
     assert too_strict.redirects == [pages.url("/redirect-1"), pages.url("/redirect-2"), pages.url("/redirect-3")]
@@ -84,7 +84,7 @@ async def test_redirect_limit(pages: FixtureServer) -> None:
     assert exact.reason is None and exact.final_url == pages.url("/boiling")
 
 
-async def test_redirect_loop_is_too_many_redirects(pages: FixtureServer) -> None:
+async def test_redirect_loop_is_too_many_redirects(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/loop-a"))
     assert p.reason == Reason.too_many_redirects.value
     assert len(p.redirects) == 6  # the default limit of 5 redirects was followed, the 6th refused
@@ -108,7 +108,7 @@ async def test_a_malformed_redirect_target_is_an_invalid_url_dead_link(
     """httpx raises InvalidURL (not an HTTPError) out of send() for these: that is the page's broken
     link, never internal_error, and no page can fill the log with ERROR tracebacks."""
     moved = Route(status=302, headers={"Location": location})
-    with FixtureServer({"/moved": moved}) as site, caplog.at_level(logging.DEBUG):
+    with LoopbackSite({"/moved": moved}) as site, caplog.at_level(logging.DEBUG):
         p = await fetch(site.url("/moved"))
     assert p.reason == Reason.invalid_url.value, p
     assert outcome(p) == (Label.unreachable, "invalid_url")
@@ -117,53 +117,53 @@ async def test_a_malformed_redirect_target_is_an_invalid_url_dead_link(
     assert not any(r.exc_info for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
-async def test_deep_link_redirected_to_homepage(pages: FixtureServer) -> None:
+async def test_deep_link_redirected_to_homepage(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/articles/2019/boiling-water-deep-link"))
     assert p.final_url == pages.url("/")
     assert outcome(p) == (Label.not_found, "redirected_to_homepage")
 
 
-async def test_soft_404(pages: FixtureServer) -> None:
+async def test_soft_404(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/soft-404"))
     assert p.original_status == 200
     assert outcome(p) == (Label.not_found, "soft_404")
 
 
-async def test_long_article_about_404_is_usable(pages: FixtureServer) -> None:
+async def test_long_article_about_404_is_usable(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/article-about-404"))
     assert "404" in p.text
     assert interpret(p).usable
 
 
-async def test_app_shell_is_empty_page(pages: FixtureServer) -> None:
+async def test_app_shell_is_empty_page(pages: LoopbackSite) -> None:
     assert outcome(await fetch(pages.url("/app-shell"))) == (Label.not_found, "empty_page")
 
 
-async def test_bot_check_is_bot_challenge(pages: FixtureServer) -> None:
+async def test_bot_check_is_bot_challenge(pages: LoopbackSite) -> None:
     assert outcome(await fetch(pages.url("/bot-check"))) == (Label.not_found, "bot_challenge")
 
 
-async def test_pdf_text_is_extracted(pages: FixtureServer) -> None:
+async def test_pdf_text_is_extracted(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/handbook.pdf"))
     assert p.content_type == "application/pdf"
     assert "pure water boils at 100 degrees Celsius" in p.text
     assert interpret(p).usable
 
 
-async def test_plain_text_passes_through(pages: FixtureServer) -> None:
+async def test_plain_text_passes_through(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/notes.txt"))
     assert p.content_type == "text/plain"
     assert p.text == "Field notes.\n\nAt sea level pure water boils at 100 degrees Celsius."
     assert interpret(p).usable
 
 
-async def test_image_is_unsupported(pages: FixtureServer) -> None:
+async def test_image_is_unsupported(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/image.png"))
     assert p.content_type == "image/png"
     assert outcome(p) == (Label.not_found, "unsupported_content_type")
 
 
-async def test_oversized_body_stops_at_the_cap(pages: FixtureServer) -> None:
+async def test_oversized_body_stops_at_the_cap(pages: LoopbackSite) -> None:
     started = time.monotonic()
     p = await fetch(pages.url("/oversized"), max_bytes=1_000_000)
     assert time.monotonic() - started < 5
@@ -208,7 +208,7 @@ async def test_a_temporary_dns_failure_is_fetch_error_and_retried() -> None:
     assert calls == ["flaky-dns.example"] * 3
 
 
-async def test_fetch_all_never_raises_and_keys_by_url(pages: FixtureServer) -> None:
+async def test_fetch_all_never_raises_and_keys_by_url(pages: LoopbackSite) -> None:
     urls = [
         pages.url("/boiling"),
         "not a url",
@@ -246,7 +246,7 @@ def probe() -> Probe:
 
 
 @pytest.fixture(scope="module")
-def probe_server(probe: Probe) -> Iterator[FixtureServer]:
+def probe_server(probe: Probe) -> Iterator[LoopbackSite]:
     def slow_counted(handler: BaseHTTPRequestHandler) -> None:
         with probe.lock:
             probe.in_flight += 1
@@ -335,7 +335,7 @@ def probe_server(probe: Probe) -> Iterator[FixtureServer]:
         "/json": Route(body='{"boiling_point": 100}', content_type="application/json"),
         "/no-location": Route(status=302, body=""),
     }
-    server = FixtureServer(routes).start()
+    server = LoopbackSite(routes).start()
     yield server
     server.stop()
 
@@ -348,21 +348,21 @@ def _respond(handler: BaseHTTPRequestHandler, status: int, body: bytes, content_
     handler.wfile.write(body)
 
 
-async def test_each_unique_url_is_fetched_once(probe_server: FixtureServer) -> None:
+async def test_each_unique_url_is_fetched_once(probe_server: LoopbackSite) -> None:
     url = probe_server.url("/once")
     result = await DirectFetcher(allow_private_hosts=True).fetch_all([url, url, url])
     assert list(result) == [url]
     assert probe_server.hits["/once"] == 1
 
 
-async def test_concurrency_is_bounded(probe_server: FixtureServer, probe: Probe) -> None:
+async def test_concurrency_is_bounded(probe_server: LoopbackSite, probe: Probe) -> None:
     urls = [probe_server.url(f"/slow-counted?i={i}") for i in range(9)]
     result = await DirectFetcher(allow_private_hosts=True, concurrency=3).fetch_all(urls)
     assert all(p.reason is None for p in result.values())
     assert probe.max_in_flight == 3  # never more than the bound, and the bound was used
 
 
-async def test_sends_user_agent_and_accept(probe_server: FixtureServer, probe: Probe) -> None:
+async def test_sends_user_agent_and_accept(probe_server: LoopbackSite, probe: Probe) -> None:
     await fetch(probe_server.url("/echo-headers"))
     sent = {k.lower(): v for k, v in probe.headers[-1].items()}
     assert "citation-guardrail" in sent["user-agent"]
@@ -374,7 +374,7 @@ async def test_sends_user_agent_and_accept(probe_server: FixtureServer, probe: P
 
 
 async def test_host_header_carries_the_name_while_connecting_to_the_vetted_ip(
-    probe_server: FixtureServer, probe: Probe
+    probe_server: LoopbackSite, probe: Probe
 ) -> None:
     async def resolver(host: str, port: int) -> list[str]:
         return ["127.0.0.1"]
@@ -385,7 +385,7 @@ async def test_host_header_carries_the_name_while_connecting_to_the_vetted_ip(
     assert {k.lower(): v for k, v in probe.headers[-1].items()}["host"] == f"docs.example.test:{probe_server.port}"
 
 
-async def test_streamed_body_is_cut_at_the_cap(probe_server: FixtureServer, probe: Probe) -> None:
+async def test_streamed_body_is_cut_at_the_cap(probe_server: LoopbackSite, probe: Probe) -> None:
     """The server counts what it managed to send: far less than the ~190 MB it would send to a
     reader that did not stop (the slack is the kernel's socket buffers)."""
     started = time.monotonic()
@@ -396,13 +396,13 @@ async def test_streamed_body_is_cut_at_the_cap(probe_server: FixtureServer, prob
     assert probe.oversized_written < 20_000_000, probe.oversized_written
 
 
-async def test_declared_length_over_the_cap_is_refused_before_reading(probe_server: FixtureServer) -> None:
+async def test_declared_length_over_the_cap_is_refused_before_reading(probe_server: LoopbackSite) -> None:
     # The body is truncated: reading it would end in a protocol error, not too_large.
     p = await fetch(probe_server.url("/lying-length"), max_bytes=1_000_000)
     assert p.reason == Reason.too_large.value
 
 
-async def test_total_time_per_page_is_bounded(probe_server: FixtureServer) -> None:
+async def test_total_time_per_page_is_bounded(probe_server: LoopbackSite) -> None:
     """A body dripping one byte every 0.2 s never trips the read timeout; the page budget stops it."""
     started = time.monotonic()
     p = await fetch(probe_server.url("/drip"), timeout=1.0, total_timeout=1.5)
@@ -418,47 +418,47 @@ async def test_total_time_per_page_is_bounded(probe_server: FixtureServer) -> No
         ("/utf8-undeclared", "Le café crème coûte 3 €, à déguster près de la fenêtre du château."),
     ],
 )
-async def test_charsets_are_decoded(probe_server: FixtureServer, path: str, expected: str) -> None:
+async def test_charsets_are_decoded(probe_server: LoopbackSite, path: str, expected: str) -> None:
     p = await fetch(probe_server.url(path))
     assert expected in p.text
 
 
-async def test_text_served_as_html_falls_back_to_its_visible_text(probe_server: FixtureServer) -> None:
+async def test_text_served_as_html_falls_back_to_its_visible_text(probe_server: LoopbackSite) -> None:
     p = await fetch(probe_server.url("/text-as-html"))
     assert p.text == "Water boils at 100 degrees Celsius at sea level."
     assert interpret(p).usable
 
 
-async def test_markdown_passes_through_with_its_title(probe_server: FixtureServer) -> None:
+async def test_markdown_passes_through_with_its_title(probe_server: LoopbackSite) -> None:
     p = await fetch(probe_server.url("/readme.md"))
     assert p.content_type == "text/markdown"
     assert p.title == "Field manual"
     assert "Water boils at 100 degrees Celsius at sea level." in p.text
 
 
-async def test_pdf_served_as_octet_stream_is_sniffed(probe_server: FixtureServer) -> None:
+async def test_pdf_served_as_octet_stream_is_sniffed(probe_server: LoopbackSite) -> None:
     p = await fetch(probe_server.url("/octet-pdf"))
     assert p.content_type == "application/pdf"
     assert "pure water boils at 100 degrees Celsius" in p.text
 
 
-async def test_gzip_bodies_are_decoded(probe_server: FixtureServer) -> None:
+async def test_gzip_bodies_are_decoded(probe_server: LoopbackSite) -> None:
     p = await fetch(probe_server.url("/gzipped"))
     assert "This page travelled gzip-compressed over the wire." in p.text
 
 
-async def test_links_and_tables_survive_conversion(probe_server: FixtureServer) -> None:
+async def test_links_and_tables_survive_conversion(probe_server: LoopbackSite) -> None:
     p = await fetch(probe_server.url("/table"))
     assert "[the handbook data](https://example.org/data)" in p.text
     assert "| Water | 100 °C |" in p.text
 
 
-async def test_json_is_unsupported_and_not_downloaded(probe_server: FixtureServer) -> None:
+async def test_json_is_unsupported_and_not_downloaded(probe_server: LoopbackSite) -> None:
     p = await fetch(probe_server.url("/json"))
     assert outcome(p) == (Label.not_found, "unsupported_content_type")
 
 
-async def test_redirect_status_without_location_is_an_http_reason(probe_server: FixtureServer) -> None:
+async def test_redirect_status_without_location_is_an_http_reason(probe_server: LoopbackSite) -> None:
     assert outcome(await fetch(probe_server.url("/no-location"))) == (Label.unreachable, "http_302")
 
 
@@ -498,14 +498,14 @@ def test_from_settings_reads_the_fetch_settings() -> None:
 
 
 @pytest.fixture(scope="module")
-def tls_server() -> Iterator[tuple[FixtureServer, ssl.SSLContext, list[str]]]:
+def tls_server() -> Iterator[tuple[LoopbackSite, ssl.SSLContext, list[str]]]:
     trustme = pytest.importorskip("trustme")
     ca = trustme.CA()
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("pinned.test").configure_cert(server_ctx)
     names: list[str] = []
     server_ctx.sni_callback = lambda sock, name, ctx: names.append(name)  # type: ignore[assignment,misc,return-value]
-    server = FixtureServer(default_routes())
+    server = LoopbackSite(default_routes())
     server._httpd.socket = server_ctx.wrap_socket(server._httpd.socket, server_side=True)
     server.start()
     client_ctx = ssl.create_default_context()
@@ -519,7 +519,7 @@ async def _loopback(host: str, port: int) -> list[str]:
 
 
 async def test_https_verifies_the_cited_name_on_the_pinned_address(
-    tls_server: tuple[FixtureServer, ssl.SSLContext, list[str]],
+    tls_server: tuple[LoopbackSite, ssl.SSLContext, list[str]],
 ) -> None:
     server, client_ctx, names = tls_server
     fetcher = DirectFetcher(allow_private_hosts=True, resolver=_loopback, verify=client_ctx)
@@ -532,7 +532,7 @@ async def test_https_verifies_the_cited_name_on_the_pinned_address(
 
 
 async def test_https_with_an_untrusted_certificate_is_fetch_error(
-    tls_server: tuple[FixtureServer, ssl.SSLContext, list[str]],
+    tls_server: tuple[LoopbackSite, ssl.SSLContext, list[str]],
 ) -> None:
     server, _, _ = tls_server
     url = f"https://pinned.test:{server.port}/boiling"
@@ -543,9 +543,9 @@ async def test_https_with_an_untrusted_certificate_is_fetch_error(
 # -- through the Verifier ----------------------------------------------------------------------
 
 
-async def test_verifier_end_to_end_with_the_direct_fetcher(pages: FixtureServer) -> None:
+async def test_verifier_end_to_end_with_the_direct_fetcher(pages: LoopbackSite) -> None:
+    from guardrail.testing import HashEmbedder, OverlapJudge
     from guardrail.verifier import Verifier
-    from tests.fakes import HashEmbedder, OverlapJudge
 
     claim = "Water boils at 100 degrees Celsius at sea level."
     verifier = Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
@@ -561,9 +561,9 @@ async def test_verifier_end_to_end_with_the_direct_fetcher(pages: FixtureServer)
     assert report.overall == Label.contradicted
 
 
-def test_verifier_sync_entry_point(pages: FixtureServer) -> None:
+def test_verifier_sync_entry_point(pages: LoopbackSite) -> None:
+    from guardrail.testing import HashEmbedder, OverlapJudge
     from guardrail.verifier import Verifier
-    from tests.fakes import HashEmbedder, OverlapJudge
 
     verifier = Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
     report = verifier.verify("Water boils at 100 degrees Celsius at sea level.", [pages.url("/boiling")])
@@ -588,7 +588,7 @@ CAFE = "Le café crème coûte 3 €, à déguster près de la fenêtre du chât
 
 
 @pytest.fixture(scope="module")
-def charset_server() -> Iterator[FixtureServer]:
+def charset_server() -> Iterator[LoopbackSite]:
     page = article("Café", [CAFE]).replace('<meta charset="utf-8">', "")  # the header alone declares
     cyrillic = (
         '<html><head><meta charset="windows-1251"><title>Вода</title></head><body><article>'
@@ -606,7 +606,7 @@ def charset_server() -> Iterator[FixtureServer]:
     routes["/whatwg-label"] = Route(
         body=page.encode("cp874", errors="replace"), content_type="text/html; charset=windows-874"
     )
-    server = FixtureServer(routes).start()
+    server = LoopbackSite(routes).start()
     yield server
     server.stop()
 
@@ -616,7 +616,7 @@ def charset_server() -> Iterator[FixtureServer]:
 )
 @pytest.mark.parametrize("encoding", ["utf8", "cp1252", "text"])
 async def test_a_charset_that_is_no_web_text_encoding_falls_back_to_detection(
-    charset_server: FixtureServer, label: str, encoding: str
+    charset_server: LoopbackSite, label: str, encoding: str
 ) -> None:
     """Python has codecs named rot13, zlib, idna...: a page declaring one is read as UTF-8, or
     windows-1252 when it is not UTF-8, like a page declaring nothing."""
@@ -626,12 +626,12 @@ async def test_a_charset_that_is_no_web_text_encoding_falls_back_to_detection(
     assert interpret(p).usable
 
 
-async def test_a_bogus_header_charset_gives_way_to_the_meta_charset(charset_server: FixtureServer) -> None:
+async def test_a_bogus_header_charset_gives_way_to_the_meta_charset(charset_server: LoopbackSite) -> None:
     p = await fetch(charset_server.url("/meta-after-bogus-header"))
     assert "Вода кипит при температуре 100 градусов Цельсия на уровне моря." in p.text
 
 
-async def test_a_bogus_meta_charset_is_passed_over(charset_server: FixtureServer) -> None:
+async def test_a_bogus_meta_charset_is_passed_over(charset_server: LoopbackSite) -> None:
     assert CAFE in (await fetch(charset_server.url("/bogus-meta"))).text
 
 

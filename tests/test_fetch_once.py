@@ -12,13 +12,13 @@ from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.fetch.once import FetchOnce, PageMemo
 from guardrail.settings import ConfigurationError
+from guardrail.testing import LoopbackSite, Route
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
-from tests.fixtures.server import FixtureServer, Route
 
 
 @pytest.fixture
-def site() -> Iterator[FixtureServer]:
-    server = FixtureServer(
+def site() -> Iterator[LoopbackSite]:
+    server = LoopbackSite(
         {
             "/slow": Route(body="<html><body><p>Slow page about water.</p></body></html>", delay=0.4),
             "/fast": Route(body="<html><body><p>Fast page.</p></body></html>"),
@@ -34,7 +34,7 @@ def shared() -> FetchOnce:
     return FetchOnce(DirectFetcher(allow_private_hosts=True))
 
 
-async def asked(site: FixtureServer, path: str) -> None:
+async def asked(site: LoopbackSite, path: str) -> None:
     """Until the server has received the request for ``path`` (the owner is mid-fetch), not a
     guessed delay: how long a fetch takes to start depends on the machine's load."""
     for _ in range(500):
@@ -44,7 +44,7 @@ async def asked(site: FixtureServer, path: str) -> None:
     raise AssertionError(f"{path} was never requested")
 
 
-async def test_concurrent_callers_share_one_fetch(site: FixtureServer) -> None:
+async def test_concurrent_callers_share_one_fetch(site: LoopbackSite) -> None:
     fetcher = shared()
     slow, fast = site.url("/slow"), site.url("/fast")
     results = await asyncio.gather(*(fetcher.fetch_all([slow, fast, slow]) for _ in range(5)))
@@ -54,7 +54,7 @@ async def test_concurrent_callers_share_one_fetch(site: FixtureServer) -> None:
     assert site.hits["/slow"] == 2
 
 
-async def test_a_cancelled_waiter_does_not_cancel_the_fetch(site: FixtureServer) -> None:
+async def test_a_cancelled_waiter_does_not_cancel_the_fetch(site: LoopbackSite) -> None:
     fetcher = shared()
     url = site.url("/slow")
     owner = asyncio.create_task(fetcher.fetch_all([url]))
@@ -68,7 +68,7 @@ async def test_a_cancelled_waiter_does_not_cancel_the_fetch(site: FixtureServer)
         await waiter
 
 
-async def test_when_the_fetching_caller_is_cancelled_waiters_fetch_themselves(site: FixtureServer) -> None:
+async def test_when_the_fetching_caller_is_cancelled_waiters_fetch_themselves(site: LoopbackSite) -> None:
     fetcher = shared()
     url = site.url("/slow")
     owner = asyncio.create_task(fetcher.fetch_all([url]))
@@ -81,7 +81,7 @@ async def test_when_the_fetching_caller_is_cancelled_waiters_fetch_themselves(si
     assert site.hits["/slow"] == 2
 
 
-async def test_a_bounded_memo_keeps_the_pages_used_last(site: FixtureServer) -> None:
+async def test_a_bounded_memo_keeps_the_pages_used_last(site: LoopbackSite) -> None:
     fetcher = shared()
     slow, fast = site.url("/slow"), site.url("/fast")
     memo = PageMemo(limit=1)
@@ -94,7 +94,7 @@ async def test_a_bounded_memo_keeps_the_pages_used_last(site: FixtureServer) -> 
     assert site.hits["/fast"] == 2 and site.hits["/slow"] == 1
 
 
-async def test_a_bounded_memo_never_lets_go_of_a_page_being_fetched(site: FixtureServer) -> None:
+async def test_a_bounded_memo_never_lets_go_of_a_page_being_fetched(site: LoopbackSite) -> None:
     fetcher = shared()
     slow, fast = site.url("/slow"), site.url("/fast")
     memo = PageMemo(limit=1)
@@ -107,7 +107,7 @@ async def test_a_bounded_memo_never_lets_go_of_a_page_being_fetched(site: Fixtur
     assert site.hits["/slow"] == 1
 
 
-async def test_through_a_memo_a_waiter_whose_owner_is_cancelled_fetches_the_page_itself(site: FixtureServer) -> None:
+async def test_through_a_memo_a_waiter_whose_owner_is_cancelled_fetches_the_page_itself(site: LoopbackSite) -> None:
     # A batch run that ends cancels the pages it was fetching ahead; another run sharing the memo
     # (a Ray actor's blocks) must get the page, not a CancelledError.
     fetcher = shared()
@@ -125,7 +125,7 @@ async def test_through_a_memo_a_waiter_whose_owner_is_cancelled_fetches_the_page
         await owner
 
 
-async def test_through_a_memo_a_cancelled_waiter_does_not_cancel_the_page(site: FixtureServer) -> None:
+async def test_through_a_memo_a_cancelled_waiter_does_not_cancel_the_page(site: LoopbackSite) -> None:
     fetcher = shared()
     url = site.url("/slow")
     memo = PageMemo()

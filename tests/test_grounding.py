@@ -25,7 +25,7 @@ from guardrail import (
 )
 from guardrail.grounding import MAX_ANSWER_TOKENS, GroundingJudgeError, count_tokens, validate_request
 from guardrail.judges.local import LocalJudge
-from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
+from guardrail.testing import HashEmbedder, OverlapJudge, ScriptedJudge
 
 FACT_WIKI = (
     "Titanic is a 1997 American epic romantic disaster movie. It was directed, written, and co-produced by "
@@ -290,7 +290,9 @@ def test_a_failing_judge_fails_the_check_instead_of_scoring_zero() -> None:
     verifier = Verifier(judge=Broken(), embedder=HashEmbedder())
     with pytest.raises(GroundingJudgeError, match=r"4 of 4 \(claim, fact\) pairs could not be checked"):
         check_grounding(TITANIC_EXAMPLES[0][0], FACTS, verifier=verifier)
-    flaky = Verifier(judge=FixedJudge(JudgeVerdict(label="not_found", reason="judge_error")), embedder=HashEmbedder())
+    flaky = Verifier(
+        judge=ScriptedJudge(JudgeVerdict(label="not_found", reason="judge_error")), embedder=HashEmbedder()
+    )
     with pytest.raises(GroundingJudgeError):
         check_grounding("It was released in 1997.", FACTS, verifier=flaky)
 
@@ -349,7 +351,7 @@ def test_default_thresholds_are_0_6_to_cite_and_0_8_to_anti_cite() -> None:
 @pytest.mark.parametrize(("confidence", "cited"), [(0.6, True), (0.59, False)])
 def test_default_citation_threshold_applies_when_no_spec_is_given(confidence: float, cited: bool) -> None:
     quote = "It was directed, written, and co-produced by James Cameron."
-    judge = FixedJudge(JudgeVerdict(label="supported", evidence_quote=quote, confidence=confidence))
+    judge = ScriptedJudge(JudgeVerdict(label="supported", evidence_quote=quote, confidence=confidence))
     result = check_grounding(DIRECTED, [FACT_WIKI], verifier=Verifier(judge=judge, embedder=HashEmbedder())).to_vertex()
     assert result["claims"][0]["citationIndices"] == ([0] if cited else [])
 
@@ -359,7 +361,7 @@ def test_default_anti_citation_threshold_applies_when_only_anti_citations_are_en
     confidence: float, anti_cited: bool
 ) -> None:
     quote = "The movie was released on December 19, 1997."
-    judge = FixedJudge(JudgeVerdict(label="contradicted", evidence_quote=quote, confidence=confidence))
+    judge = ScriptedJudge(JudgeVerdict(label="contradicted", evidence_quote=quote, confidence=confidence))
     result = check_grounding(
         "It was released in 1998.",
         [FACT_WIKI],

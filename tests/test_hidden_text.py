@@ -13,9 +13,9 @@ import pytest
 from guardrail import Label, Verifier
 from guardrail.fetch.convert import drop_hidden, html_to_markdown
 from guardrail.fetch.crawlbase import CrawlbaseFetcher
-from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
+from tests.fakes import fixture_verifier
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
-from tests.fixtures.server import FixtureServer, Route
 
 CLAIM = "The Fernhill lighthouse was painted green in 1911."
 SECRET = CLAIM
@@ -47,21 +47,21 @@ def page(hiding: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def site() -> Iterator[FixtureServer]:
+def site() -> Iterator[LoopbackSite]:
     routes = {f"/{name}": Route(body=page(hiding)) for name, hiding in HIDING.items()}
     routes["/visible"] = Route(body=page("<p>{s}</p>"))
     routes["/style-kept"] = Route(body=page('<p style="height:0">{s}</p>'))  # overflow shows it: visible
-    with FixtureServer(routes) as server:
+    with LoopbackSite(routes) as server:
         yield server
 
 
-def test_visible_text_supports_the_claim(site: FixtureServer) -> None:
+def test_visible_text_supports_the_claim(site: LoopbackSite) -> None:
     report = fixture_verifier().verify(CLAIM, [site.url("/visible"), site.url("/style-kept")])
     assert [v.label for v in report.citations] == [Label.supported, Label.supported]
 
 
 @pytest.mark.parametrize("name", list(HIDING))
-def test_hidden_text_does_not_support_the_claim(site: FixtureServer, name: str) -> None:
+def test_hidden_text_does_not_support_the_claim(site: LoopbackSite, name: str) -> None:
     report = fixture_verifier().verify(CLAIM, [site.url(f"/{name}")])
     verdict = report.citations[0]
     assert verdict.label == Label.not_found and verdict.evidence_quote is None, verdict

@@ -14,7 +14,8 @@ from guardrail.judges.anthropic import AnthropicJudge
 from guardrail.judges.prompt import SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
 from guardrail.settings import ConfigurationError
-from tests.fakes import CLAIM, FAST, GOOD_URL, QUOTE, REQUEST, HashEmbedder, judge_error, static_pages
+from guardrail.testing import HashEmbedder
+from tests.fakes import CLAIM, FAST, GOOD_URL, QUOTE, REQUEST, judge_error, static_pages
 from tests.fixtures.llm_server import (
     ANTHROPIC_PATH,
     FakeLLMServer,

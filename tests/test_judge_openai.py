@@ -20,6 +20,7 @@ from guardrail.judges.openai import RESPONSE_FORMAT, OpenAIJudge
 from guardrail.judges.prompt import SCHEMA_INSTRUCTION, SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
 from guardrail.settings import ConfigurationError
+from guardrail.testing import HashEmbedder
 from tests.fakes import (
     CLAIM,
     FAST,
@@ -29,7 +30,6 @@ from tests.fakes import (
     OLD_URL,
     QUOTE,
     REQUEST,
-    HashEmbedder,
     judge_error,
     static_pages,
 )

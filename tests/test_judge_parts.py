@@ -11,7 +11,7 @@ from guardrail.judges import checks
 from guardrail.judges.lexicon import are_antonyms, is_english
 from guardrail.judges.local import LocalJudge
 from guardrail.judges.parts import claim_parts
-from tests.fakes import HashEmbedder
+from guardrail.testing import HashEmbedder
 
 # -- atomic parts ------------------------------------------------------------------------
 

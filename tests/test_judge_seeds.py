@@ -8,7 +8,7 @@ import pytest
 
 from guardrail import ClaimTask, Fact, Label, Settings, Verifier
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
-from tests.fakes import HashEmbedder
+from guardrail.testing import HashEmbedder
 
 pytestmark = pytest.mark.slow
 

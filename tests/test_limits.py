@@ -15,8 +15,9 @@ from guardrail.bridges import CpuGate
 from guardrail.limits import RequestLimitError
 from guardrail.settings import ConfigurationError
 from guardrail.streaming import AnswerStream
+from guardrail.testing import HashEmbedder, OverlapJudge, StaticFetcher
 from guardrail.verifier import JUDGE_CHUNK, ClaimTask
-from tests.fakes import GOOD_URL, HashEmbedder, OverlapJudge, SlowCpuJudge, StaticFetcher, static_pages
+from tests.fakes import GOOD_URL, SlowCpuJudge, static_pages
 
 CLAIM = "Water boils at 100 degrees Celsius at sea level."
 

@@ -20,7 +20,7 @@ from guardrail.judges.candidates import build_candidates
 from guardrail.judges.decision import DecisionModel, load_decision
 from guardrail.judges.features import REQUEST_FEATURES, UNIT_FEATURES, units_of
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
-from tests.fakes import HashEmbedder
+from guardrail.testing import HashEmbedder
 from tests.fixtures.pages import BOILING, TITANIC, UNRELATED
 
 ROOT = Path(__file__).resolve().parents[1]

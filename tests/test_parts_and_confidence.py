@@ -9,7 +9,7 @@ from guardrail import Action, ClaimTask, Fact, JudgeRequest, JudgeVerdict, Label
 from guardrail.apps.server import PolicySpec
 from guardrail.core.aggregate import aggregate_claim
 from guardrail.core.schema import Reason, UrlVerdict, VerdictKind
-from tests.fakes import HashEmbedder
+from guardrail.testing import HashEmbedder
 
 PART_A = "The bridge opened in 1932"
 PART_B = "The bridge is 503 metres long"

@@ -14,7 +14,7 @@ from guardrail.fetch.direct import DirectFetcher
 from guardrail.fetch.politeness import HostLimiter, HostLimits
 from guardrail.retry import RetryPolicy
 from guardrail.settings import Settings
-from tests.fixtures.server import FixtureServer, Route
+from guardrail.testing import LoopbackSite, Route
 
 BODY = b"<html><body><article><p>Pure water boils at 100 degrees Celsius at sea level.</p></article></body></html>"
 
@@ -53,18 +53,18 @@ class Meter:
 
 
 @pytest.fixture
-def site() -> Iterator[FixtureServer]:
-    with FixtureServer(routes={}) as server:
+def site() -> Iterator[LoopbackSite]:
+    with LoopbackSite(routes={}) as server:
         yield server
 
 
-def mount(site: FixtureServer, meter: Meter, paths: list[str]) -> list[str]:
+def mount(site: LoopbackSite, meter: Meter, paths: list[str]) -> list[str]:
     for path in paths:
         site.routes[path] = Route(handler=meter)
     return [site.url(path) for path in paths]
 
 
-def fetcher(site: FixtureServer, limits: HostLimits, **options: object) -> DirectFetcher:
+def fetcher(site: LoopbackSite, limits: HostLimits, **options: object) -> DirectFetcher:
     return DirectFetcher(
         allowed_hosts=[f"127.0.0.1:{site.port}"],
         concurrency=16,
@@ -73,7 +73,7 @@ def fetcher(site: FixtureServer, limits: HostLimits, **options: object) -> Direc
     )
 
 
-async def test_no_more_requests_in_flight_to_a_host_than_its_concurrency(site: FixtureServer) -> None:
+async def test_no_more_requests_in_flight_to_a_host_than_its_concurrency(site: LoopbackSite) -> None:
     meter = Meter(delay=0.3)
     urls = mount(site, meter, [f"/p{i}" for i in range(8)])
     pages = await fetcher(site, HostLimits(concurrency=2, rate=None)).fetch_all(urls)
@@ -81,7 +81,7 @@ async def test_no_more_requests_in_flight_to_a_host_than_its_concurrency(site: F
     assert meter.most_in_flight == 2  # the fetcher's own concurrency (16) would have sent all 8
 
 
-async def test_requests_to_a_host_keep_to_its_rate_after_a_burst(site: FixtureServer) -> None:
+async def test_requests_to_a_host_keep_to_its_rate_after_a_burst(site: LoopbackSite) -> None:
     meter = Meter()
     urls = mount(site, meter, [f"/r{i}" for i in range(10)])
     await fetcher(site, HostLimits(concurrency=10, rate=4.0)).fetch_all(urls)
@@ -92,7 +92,7 @@ async def test_requests_to_a_host_keep_to_its_rate_after_a_burst(site: FixtureSe
     assert times[3] - times[0] < 0.5  # the burst is not spread out
 
 
-async def test_a_429_with_retry_after_holds_back_every_request_to_the_host(site: FixtureServer) -> None:
+async def test_a_429_with_retry_after_holds_back_every_request_to_the_host(site: LoopbackSite) -> None:
     meter = Meter(first=[(429, {"Retry-After": "1"})])
     first, second = mount(site, meter, ["/busy", "/other"])
     polite = fetcher(site, HostLimits(concurrency=4, rate=None), retry=RetryPolicy(attempts=1))
@@ -103,7 +103,7 @@ async def test_a_429_with_retry_after_holds_back_every_request_to_the_host(site:
     assert meter.arrivals[1][0] - refused_at >= 0.9  # /other waited out the pause /busy was given
 
 
-async def test_a_429_is_retried_after_the_pause_and_then_read(site: FixtureServer) -> None:
+async def test_a_429_is_retried_after_the_pause_and_then_read(site: LoopbackSite) -> None:
     meter = Meter(first=[(429, {"Retry-After": "0.5"})])
     (url,) = mount(site, meter, ["/busy"])
     page = (await fetcher(site, HostLimits(), retry=RetryPolicy(attempts=2, budget=10)).fetch_all([url]))[url]
@@ -111,7 +111,7 @@ async def test_a_429_is_retried_after_the_pause_and_then_read(site: FixtureServe
     assert meter.arrivals[1][0] - meter.arrivals[0][0] >= 0.5
 
 
-async def test_a_plain_503_does_not_pause_the_host(site: FixtureServer) -> None:
+async def test_a_plain_503_does_not_pause_the_host(site: LoopbackSite) -> None:
     meter = Meter(first=[(503, {})])
     first, second = mount(site, meter, ["/down", "/other"])
     polite = fetcher(site, HostLimits(concurrency=4, rate=None), retry=RetryPolicy(attempts=1))

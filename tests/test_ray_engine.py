@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,12 +23,12 @@ import pytest
 
 from guardrail.apps.batch import arun_batch_file
 from guardrail.apps.batch.checkpoint import BatchLockedError, checkpoint_path, lock_path
-from guardrail.apps.batch.ray_engine import RAY_INSTALL_HINT, RayOptions, run_ray_batch_file
+from guardrail.apps.batch.ray_engine import RAY_INSTALL_HINT, RayOptions, run_ray_batch_file, verify_dataset
 from guardrail.bridges import run_sync
 from guardrail.runtime import build_runtime
 from guardrail.settings import Settings
-from tests.fakes import HashEmbedder, OverlapJudge, fake_stages
-from tests.fixtures.server import FixtureServer
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge
+from tests.fakes import fake_stages
 
 ray = pytest.importorskip("ray", reason="the Ray engine tests need the [ray] extra (installed by [dev])")
 
@@ -54,7 +55,7 @@ def settings() -> Settings:
     return Settings(allow_private_hosts=True, cache_path="off", audit_path="off")  # type: ignore[arg-type]
 
 
-def write_rows(path: Path, pages: FixtureServer, n: int = 12) -> Path:
+def write_rows(path: Path, pages: LoopbackSite, n: int = 12) -> Path:
     u = pages.url
     rows: list[dict[str, Any]] = []
     for i in range(n):
@@ -76,7 +77,7 @@ def options(**kw: Any) -> RayOptions:
     return RayOptions(workers=2, batch_size=2, rows_at_once=2, stages=fake_stages, cache=False, **kw)
 
 
-def test_ray_and_local_engines_give_the_same_labels(local_ray: None, pages: FixtureServer, tmp_path: Path) -> None:
+def test_ray_and_local_engines_give_the_same_labels(local_ray: None, pages: LoopbackSite, tmp_path: Path) -> None:
     rows = write_rows(tmp_path / "in.jsonl", pages)
     with build_runtime(settings(), judge=OverlapJudge(), embedder=HashEmbedder()) as runtime:
         local = run_sync(lambda: arun_batch_file(rows, tmp_path / "local.csv", verifier=runtime.verifier))
@@ -88,7 +89,7 @@ def test_ray_and_local_engines_give_the_same_labels(local_ray: None, pages: Fixt
     assert [r.id for r in on_ray.results] == [r.id for r in local.results]  # input order kept
 
 
-def test_a_rerun_skips_the_rows_already_done(local_ray: None, pages: FixtureServer, tmp_path: Path) -> None:
+def test_a_rerun_skips_the_rows_already_done(local_ray: None, pages: LoopbackSite, tmp_path: Path) -> None:
     rows = write_rows(tmp_path / "in.jsonl", pages, n=6)
     first = run_ray_batch_file(rows, tmp_path / "out.csv", settings=settings(), options=options())
     before = dict(pages.hits)
@@ -114,7 +115,7 @@ def _kill_one_actor() -> int:
 
 
 def test_an_actor_killed_mid_run_is_replaced_and_no_row_is_lost_or_doubled(
-    local_ray: None, pages: FixtureServer, tmp_path: Path
+    local_ray: None, pages: LoopbackSite, tmp_path: Path
 ) -> None:
     rows = write_rows(tmp_path / "in.jsonl", pages, n=24)
     killed: list[int] = []
@@ -130,7 +131,17 @@ def test_an_actor_killed_mid_run_is_replaced_and_no_row_is_lost_or_doubled(
     assert done.summary.rows_failed == 0
 
 
-def test_without_ray_the_engine_says_how_to_install_it(tmp_path: Path, pages: FixtureServer) -> None:
+def test_the_actor_pool_is_set_up_without_ray_deprecation_warnings(local_ray: None) -> None:
+    from ray.util.annotations import RayDeprecationWarning
+
+    rows = ray.data.from_items([{"id": "r1", "claim": CLAIM, "urls": ["http://127.0.0.1:9/x"]}])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        verify_dataset(rows, settings(), options())
+    assert not [str(w.message) for w in caught if issubclass(w.category, RayDeprecationWarning)]
+
+
+def test_without_ray_the_engine_says_how_to_install_it(tmp_path: Path, pages: LoopbackSite) -> None:
     rows = write_rows(tmp_path / "in.jsonl", pages, n=1)
     code = (
         "import sys; sys.modules['ray'] = None; sys.modules['ray.data'] = None\n"  # as if Ray were not installed
@@ -148,7 +159,7 @@ def test_without_ray_the_engine_says_how_to_install_it(tmp_path: Path, pages: Fi
     assert not (tmp_path / "o.csv").exists()
 
 
-def test_a_ray_run_on_an_out_another_run_writes_stops_before_any_work(tmp_path: Path, pages: FixtureServer) -> None:
+def test_a_ray_run_on_an_out_another_run_writes_stops_before_any_work(tmp_path: Path, pages: LoopbackSite) -> None:
     rows = write_rows(tmp_path / "in.jsonl", pages, n=2)
     out = tmp_path / "out.csv"
     hold = (  # another run, as far as the lock goes

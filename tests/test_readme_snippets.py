@@ -18,7 +18,7 @@ import pytest
 
 from guardrail import Settings, Verifier
 from guardrail.apps.demo import LoopbackSite, demo_answer, demo_routes, site_fetcher
-from tests.fakes import HashEmbedder, OverlapJudge
+from guardrail.testing import HashEmbedder, OverlapJudge
 
 ROOT = Path(__file__).resolve().parents[1]
 READMES = [
@@ -55,8 +55,8 @@ def namespace(site: LoopbackSite) -> dict[str, Any]:
     """The names a ``# test:`` replacement may use (the README lists them)."""
     from llama_index.core.embeddings import MockEmbedding
 
-    from tests.fixtures.langchain import OverlapChatModel, WordEmbeddings, chat_model
-    from tests.fixtures.llamaindex import CitingLLM, OverlapLLM, ScriptedLLM
+    from langchain_citation_guardrail.testing import OverlapChatModel, WordEmbeddings, chat_model
+    from llama_index.postprocessor.citation_guardrail.testing import CitingLLM, OverlapLLM, ScriptedLLM
 
     def offline_verifier() -> Verifier:
         return Verifier(fetcher=site_fetcher(site, Settings()), judge=OverlapJudge(), embedder=HashEmbedder())

@@ -15,8 +15,7 @@ from guardrail.apps.batch.report import render_html
 from guardrail.apps.batch.rows import row_from_data
 from guardrail.apps.batch.summary import summarize
 from guardrail.core.repair import plan_repairs
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.server import FixtureServer
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge
 
 WATER = "Water boils at 100 degrees Celsius at sea level"
 CAMERON = "Titanic was directed by James Cameron"
@@ -32,12 +31,12 @@ def make(judge: OverlapJudge | None = None, **settings: object) -> Verifier:
     )
 
 
-def sources(pages: FixtureServer) -> list[str]:
+def sources(pages: LoopbackSite) -> list[str]:
     return [pages.url("/boiling"), pages.url("/titanic")]
 
 
 def test_a_misattributed_citation_gets_the_right_source_suggested_and_repair_re_points_it(
-    pages: FixtureServer,
+    pages: LoopbackSite,
 ) -> None:
     answer = f"{CAMERON} [2]. {WATER} [2]."
     report = make().verify_answer(answer, sources(pages), suggest=True)
@@ -62,7 +61,7 @@ def test_a_misattributed_citation_gets_the_right_source_suggested_and_repair_re_
     assert Policy.strict(repair=True).repair and not apply_policy(report, Policy.preset("block", repair=True)).blocked
 
 
-def test_a_claim_that_no_source_backs_gets_no_suggestion(pages: FixtureServer) -> None:
+def test_a_claim_that_no_source_backs_gets_no_suggestion(pages: LoopbackSite) -> None:
     report = make().verify_answer(f"{MOON} [1].", sources(pages), suggest=True)
     (moon,) = report.claims
     assert (moon.overall, moon.suggested_citations) == (Label.not_found, [])
@@ -70,7 +69,7 @@ def test_a_claim_that_no_source_backs_gets_no_suggestion(pages: FixtureServer) -
     assert (guarded.text, guarded.repairs) == (f"{MOON} [1] ⚠️ unverified.", [])
 
 
-def test_suggestions_are_off_unless_asked_for_and_nothing_passing_is_judged_again(pages: FixtureServer) -> None:
+def test_suggestions_are_off_unless_asked_for_and_nothing_passing_is_judged_again(pages: LoopbackSite) -> None:
     judge = OverlapJudge()
     verifier = make(judge)
     report = verifier.verify_answer(f"{WATER} [2].", sources(pages))
@@ -81,7 +80,7 @@ def test_suggestions_are_off_unless_asked_for_and_nothing_passing_is_judged_agai
     assert [len(call) for call in judge.calls] == [2]  # nothing failed: no second round
 
 
-def test_suggestions_stay_within_the_budget_the_likeliest_source_first(pages: FixtureServer) -> None:
+def test_suggestions_stay_within_the_budget_the_likeliest_source_first(pages: LoopbackSite) -> None:
     judge = OverlapJudge()
     many = [pages.url(p) for p in ("/titanic", "/old-report", "/tomatoes", "/injection", "/boiling")]
     report = make(judge, suggest_budget=1).verify_answer(f"{WATER} [1].", many, suggest=True)
@@ -95,7 +94,7 @@ def test_suggestions_stay_within_the_budget_the_likeliest_source_first(pages: Fi
     assert len(judge.calls) == 1
 
 
-def test_links_are_re_pointed_to_another_cited_page(pages: FixtureServer) -> None:
+def test_links_are_re_pointed_to_another_cited_page(pages: LoopbackSite) -> None:
     u = pages.url
     answer = f"{CAMERON} ([film]({u('/boiling')})). {WATER} ([notes]({u('/boiling')}), {u('/titanic')})."
     report = make().verify_answer(answer, suggest=True)
@@ -107,7 +106,7 @@ def test_links_are_re_pointed_to_another_cited_page(pages: FixtureServer) -> Non
     assert [(r.old_url, r.new_url) for r in guarded.repairs] == [(u("/boiling"), u("/titanic"))]
 
 
-def test_an_unresolved_marker_and_a_group_are_re_pointed(pages: FixtureServer) -> None:
+def test_an_unresolved_marker_and_a_group_are_re_pointed(pages: LoopbackSite) -> None:
     three = [*sources(pages), pages.url("/old-report")]
     report = make().verify_answer(f"{WATER} [5]. {WATER} again [2, 3].", three, suggest=True)
     guarded = apply_policy(report, Policy.preset("repair"))
@@ -118,7 +117,7 @@ def test_an_unresolved_marker_and_a_group_are_re_pointed(pages: FixtureServer) -
     assert [(r.old_citation, r.new_citation) for r in guarded.repairs] == [("[5]", "[1]"), ("[2, 3]", "[1]")]
 
 
-def test_a_marker_covering_a_whole_paragraph_is_not_re_pointed_for_one_sentence(pages: FixtureServer) -> None:
+def test_a_marker_covering_a_whole_paragraph_is_not_re_pointed_for_one_sentence(pages: LoopbackSite) -> None:
     report = make().verify_answer(f"{CAMERON}. {WATER} [2].", sources(pages), suggest=True)
     assert report.claims[1].suggested_citations  # suggested all the same...
     guarded = apply_policy(report, Policy.preset("repair"))
@@ -126,7 +125,7 @@ def test_a_marker_covering_a_whole_paragraph_is_not_re_pointed_for_one_sentence(
     assert guarded.text == f"{CAMERON}. {WATER} [2] ⚠️ unverified."
 
 
-def test_a_reference_entry_no_longer_cited_goes_and_weak_suggestions_are_not_used(pages: FixtureServer) -> None:
+def test_a_reference_entry_no_longer_cited_goes_and_weak_suggestions_are_not_used(pages: LoopbackSite) -> None:
     u = pages.url
     answer = f"{WATER} [2].\n\nSources:\n[1] {u('/boiling')}\n[2] {u('/titanic')}\n"
     report = make().verify_answer(answer, suggest=True)
@@ -144,7 +143,7 @@ def test_a_reference_entry_no_longer_cited_goes_and_weak_suggestions_are_not_use
     assert len(plan_repairs(report)) == 1
 
 
-async def test_a_stream_repairs_piece_by_piece(pages: FixtureServer) -> None:
+async def test_a_stream_repairs_piece_by_piece(pages: LoopbackSite) -> None:
     async def chunks() -> AsyncIterator[str]:
         for word in f"{CAMERON} [2]. {WATER} [2].".split(" "):
             yield word + " "
@@ -154,7 +153,7 @@ async def test_a_stream_repairs_piece_by_piece(pages: FixtureServer) -> None:
     assert text == f"{CAMERON} [2]. {WATER} [1] ↪ citation corrected. "
 
 
-async def test_a_batch_report_shows_repairs_as_their_own_kind_with_counts(pages: FixtureServer) -> None:
+async def test_a_batch_report_shows_repairs_as_their_own_kind_with_counts(pages: LoopbackSite) -> None:
     rows = [row_from_data(1, {"id": "r1", "answer": f"{CAMERON} [2]. {WATER} [2].", "sources": sources(pages)})]
     results, _ = await arun_batch(rows, make(suggest=True))
     summary = summarize(results)
@@ -168,7 +167,7 @@ async def test_a_batch_report_shows_repairs_as_their_own_kind_with_counts(pages:
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "html"])
-def test_repair_badges_render_in_both_formats(pages: FixtureServer, fmt: str) -> None:
+def test_repair_badges_render_in_both_formats(pages: LoopbackSite, fmt: str) -> None:
     report = make().verify_answer(f"{WATER} [2].", sources(pages), suggest=True)
     text = apply_policy(report, Policy.preset("repair"), fmt).text  # type: ignore[arg-type]
     if fmt == "html":
@@ -177,7 +176,7 @@ def test_repair_badges_render_in_both_formats(pages: FixtureServer, fmt: str) ->
         assert text == f"{WATER} [1] ↪ citation corrected."
 
 
-def test_other_sources_that_cannot_be_read_suggest_nothing(pages: FixtureServer) -> None:
+def test_other_sources_that_cannot_be_read_suggest_nothing(pages: LoopbackSite) -> None:
     judge = OverlapJudge()
     gone = [pages.url("/titanic"), pages.url("/gone-404"), pages.url("/soft-404")]
     report = make(judge).verify_answer(f"{WATER} [1].", gone, suggest=True)

@@ -27,8 +27,7 @@ from guardrail.apps.server import create_app
 from guardrail.apps.server.middleware import BearerAuth, BodyLimit
 from guardrail.judges.batching import BatchingJudge
 from guardrail.store import AuditStore
-from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge
-from tests.fixtures.server import FixtureServer, Route
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route, ScriptedJudge
 from tests.fixtures.uvicorn_server import served
 from tests.test_grounding import FACTS, TITANIC_EXAMPLES
 
@@ -73,7 +72,7 @@ def test_health_reports_the_stages(client: TestClient) -> None:
     assert body["auth"] is False
 
 
-def test_verify_returns_the_claim_report(client: TestClient, pages: FixtureServer) -> None:
+def test_verify_returns_the_claim_report(client: TestClient, pages: LoopbackSite) -> None:
     urls = [pages.url("/boiling"), pages.url("/old-report"), pages.url("/gone-404")]
     response = client.post("/verify", json={"claim": CLAIM, "urls": urls})
     assert response.status_code == 200, response.text
@@ -121,7 +120,7 @@ def test_check_grounding_anti_citations(client: TestClient) -> None:
     assert result["claims"][0]["antiCitationIndices"] == [0] and result["contradictionScore"] == 1.0
 
 
-def test_guard_applies_the_policy(client: TestClient, pages: FixtureServer) -> None:
+def test_guard_applies_the_policy(client: TestClient, pages: LoopbackSite) -> None:
     answer = (
         "Pure water boils at 100 degrees Celsius at sea level [1]. Water boils at 100 degrees Celsius at sea level [2]."
     )
@@ -154,7 +153,7 @@ def test_guard_applies_the_policy(client: TestClient, pages: FixtureServer) -> N
     assert '<span class="citation-verdict citation-verdict--supported"' in html["text"]
 
 
-def test_guard_tells_a_page_that_could_not_be_checked_from_a_dead_one(pages: FixtureServer) -> None:
+def test_guard_tells_a_page_that_could_not_be_checked_from_a_dead_one(pages: LoopbackSite) -> None:
     verifier = fake_verifier(fetch_attempts=1)
     answer = (
         f"Water boils at 100 degrees [a]({pages.url('/unavailable-503')}). Ice floats [b]({pages.url('/gone-404')})."
@@ -216,7 +215,7 @@ def test_grounding_limits_answer_400_naming_the_limit(client: TestClient) -> Non
     assert long_answer.status_code == 400 and "4096" in long_answer.json()["detail"]
 
 
-def test_oversized_body_answers_413(pages: FixtureServer) -> None:
+def test_oversized_body_answers_413(pages: LoopbackSite) -> None:
     with TestClient(create_app(verifier=fake_verifier(), max_body_bytes=2000)) as c:
         big = {"claim": "x" * 5000, "urls": [pages.url("/boiling")]}
         response = c.post("/verify", json=big)
@@ -233,7 +232,7 @@ def test_oversized_body_answers_413(pages: FixtureServer) -> None:
 
 def test_a_failing_judge_answers_503_on_check_grounding() -> None:
     verifier = Verifier(
-        judge=FixedJudge(JudgeVerdict(label="not_found", reason="judge_error")),
+        judge=ScriptedJudge(JudgeVerdict(label="not_found", reason="judge_error")),
         embedder=HashEmbedder(),
         settings=Settings(**NO_STORES),  # type: ignore[arg-type]
     )
@@ -244,7 +243,7 @@ def test_a_failing_judge_answers_503_on_check_grounding() -> None:
     assert response.headers["retry-after"] == "1"
 
 
-def test_bearer_token_protects_every_route_but_health(pages: FixtureServer) -> None:
+def test_bearer_token_protects_every_route_but_health(pages: LoopbackSite) -> None:
     key = "s3cret-token-value"
     settings = Settings(api_key=key, allow_private_hosts=True, **NO_STORES)  # type: ignore[arg-type]
     app = create_app(settings=settings, verifier=fake_verifier())
@@ -290,7 +289,7 @@ def test_only_the_exact_bearer_token_is_accepted() -> None:
         assert c.get("/openapi.json", headers={"Authorization": f"Bearer {key}"}).status_code == 200
 
 
-def test_missing_token_answers_503_naming_the_variable(pages: FixtureServer) -> None:
+def test_missing_token_answers_503_naming_the_variable(pages: LoopbackSite) -> None:
     settings = Settings(judge="openai", **NO_STORES)  # type: ignore[arg-type]
     with TestClient(create_app(settings=settings)) as c:
         health = c.get("/health").json()
@@ -306,7 +305,7 @@ def test_missing_token_answers_503_naming_the_variable(pages: FixtureServer) -> 
             assert response.json()["error"]["status"] == "UNAVAILABLE"
 
 
-def test_a_set_token_never_appears(pages: FixtureServer) -> None:
+def test_a_set_token_never_appears(pages: LoopbackSite) -> None:
     secret = "sk-test-do-not-leak-1234567890"
     settings = Settings(judge="openai", openai_api_key=secret, openai_base_url="http://127.0.0.1:9/v1", **NO_STORES)  # type: ignore[arg-type]
     with TestClient(create_app(settings=settings, warm=False)) as c:
@@ -315,7 +314,7 @@ def test_a_set_token_never_appears(pages: FixtureServer) -> None:
     assert all(secret not in t for t in texts)
 
 
-def test_ssrf_guard_is_on_by_default(pages: FixtureServer) -> None:
+def test_ssrf_guard_is_on_by_default(pages: LoopbackSite) -> None:
     with TestClient(create_app(settings=Settings(**NO_STORES), warm=False)) as c:  # type: ignore[arg-type]
         assert c.get("/health").json()["fetcher"]["ssrf_guard"] is True
         before = pages.hits.get("/boiling", 0)
@@ -331,7 +330,7 @@ def test_docs_are_served(client: TestClient) -> None:
 
 
 def test_concurrent_requests_share_one_fetch_and_the_page_cache(tmp_path: Path) -> None:
-    site = FixtureServer({"/slow-gone": Route(status=410, body="gone", delay=0.5)}).start()
+    site = LoopbackSite({"/slow-gone": Route(status=410, body="gone", delay=0.5)}).start()
     try:
         settings = Settings(
             allow_private_hosts=True,
@@ -360,7 +359,7 @@ def test_concurrent_requests_share_one_fetch_and_the_page_cache(tmp_path: Path) 
 
 
 def test_missing_anthropic_key_answers_503_naming_the_variable_and_no_secret(
-    pages: FixtureServer, caplog: pytest.LogCaptureFixture
+    pages: LoopbackSite, caplog: pytest.LogCaptureFixture
 ) -> None:
     key = "bearer-do-not-leak-0987654321"
     other = "sk-openai-do-not-leak-1234567890"
@@ -391,7 +390,7 @@ def test_missing_anthropic_key_answers_503_naming_the_variable_and_no_secret(
 
 
 def test_empty_crawlbase_token_answers_503_naming_the_variable_and_no_secret(
-    pages: FixtureServer, caplog: pytest.LogCaptureFixture
+    pages: LoopbackSite, caplog: pytest.LogCaptureFixture
 ) -> None:
     js_token = "crawlbase-js-do-not-leak-13579"
     settings = Settings(crawlbase_token="  ", crawlbase_js_token=js_token, **NO_STORES)  # type: ignore[arg-type]
@@ -453,7 +452,7 @@ def test_bearer_token_protects_the_vertex_path() -> None:
 
 
 def test_the_service_records_decisions_in_the_audit_store(
-    pages: FixtureServer, tmp_path: Path, llm_free_settings: Settings
+    pages: LoopbackSite, tmp_path: Path, llm_free_settings: Settings
 ) -> None:
     db = tmp_path / "audit.sqlite3"
     settings = llm_free_settings.model_copy(update={"audit_path": db, "allow_private_hosts": True})
@@ -474,7 +473,7 @@ def test_the_service_records_decisions_in_the_audit_store(
 
 
 def test_batch_and_service_share_one_page_cache_file(tmp_path: Path, llm_free_settings: Settings) -> None:
-    site = FixtureServer(
+    site = LoopbackSite(
         {"/removed": Route(status=410, body="gone"), "/missing": Route(status=404, body="not here")}
     ).start()
     try:
@@ -662,7 +661,7 @@ def live_server() -> Iterator[tuple[str, ConcurrencyJudge]]:
         yield f"http://{host}:{port}", judge
 
 
-def test_real_uvicorn_serves_concurrently(live_server: tuple[str, ConcurrencyJudge], pages: FixtureServer) -> None:
+def test_real_uvicorn_serves_concurrently(live_server: tuple[str, ConcurrencyJudge], pages: LoopbackSite) -> None:
     base, judge = live_server
 
     async def run() -> list[httpx.Response]:
@@ -701,7 +700,7 @@ def test_real_uvicorn_stops_reading_an_oversized_chunked_body(live_server: tuple
 
 
 @pytest.mark.slow
-def test_guardrail_serve_command(pages: FixtureServer) -> None:
+def test_guardrail_serve_command(pages: LoopbackSite) -> None:
     """``guardrail serve`` in a subprocess: real models loaded at start-up, /health and /verify answer."""
     import os
     import subprocess

@@ -33,9 +33,9 @@ from guardrail.apps.server.protocol import MAX_HEAD_BYTES, ConnectionLimits, Gua
 from guardrail.core.policy import POLICY_PRESETS
 from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.store import AuditStore
-from tests.fakes import HashEmbedder, OverlapJudge, SlowCpuJudge
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
+from tests.fakes import SlowCpuJudge
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
-from tests.fixtures.server import FixtureServer, Route, counting
 from tests.fixtures.uvicorn_server import served as uvicorn_served
 from tests.test_audit_writer import HeldLock
 from tests.test_store import damage
@@ -84,11 +84,9 @@ def test_nan_and_infinity_answer_422_on_every_route(client: TestClient) -> None:
         assert "not a JSON number" in body["error"]["message"], body  # type: ignore[index]
 
 
-def test_a_lone_surrogate_answers_422_naming_the_field_before_any_work(
-    client: TestClient, pages: FixtureServer
-) -> None:
+def test_a_lone_surrogate_answers_422_naming_the_field_before_any_work(client: TestClient, pages: LoopbackSite) -> None:
     url = pages.url("/boiling")
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         claim = assert_422(
             post_raw(client, "/verify", b'{"claim": "Water \\ud800 boils", "urls": ["%s"]}' % url.encode()),
             ["body", "claim"],
@@ -184,7 +182,7 @@ def test_openapi_declares_the_vertex_path_parameters(client: TestClient) -> None
     assert answer.status_code == 200, answer.text
 
 
-def test_our_configuration_failure_answers_503_on_every_route(pages: FixtureServer) -> None:
+def test_our_configuration_failure_answers_503_on_every_route(pages: LoopbackSite) -> None:
     """Crawlbase rejecting the token is a ConfigurationError, a ValueError: /v1/guard once caught it
     as bad input (422) while /verify answered 503."""
     api = FakeCrawlbase().start()
@@ -227,10 +225,10 @@ def test_an_unhandled_error_answers_json_500_in_the_house_shape() -> None:
 
 
 def test_requests_over_the_limits_answer_413_or_422_naming_the_limit_before_fetching(
-    client: TestClient, pages: FixtureServer
+    client: TestClient, pages: LoopbackSite
 ) -> None:
     u = pages.url
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         long = client.post("/v1/guard", json={"answer": "Water boils. " * 50})
         assert long.status_code == 413 and "GUARDRAIL_MAX_ANSWER_CHARS" in long.json()["detail"]
         assert long.json()["error"]["status"] == "INVALID_ARGUMENT"
@@ -303,7 +301,7 @@ def audit_settings(tmp_path: Path) -> Settings:
     )
 
 
-def test_a_locked_audit_store_neither_freezes_the_service_nor_loses_rows(tmp_path: Path, pages: FixtureServer) -> None:
+def test_a_locked_audit_store_neither_freezes_the_service_nor_loses_rows(tmp_path: Path, pages: LoopbackSite) -> None:
     path = tmp_path / "audit.sqlite3"
     AuditStore(path).count()
     body = {"claim": CLAIM, "urls": [pages.url("/gone-404")]}
@@ -331,7 +329,7 @@ def test_a_locked_audit_store_neither_freezes_the_service_nor_loses_rows(tmp_pat
     assert AuditStore(path).count() == 5
 
 
-def test_a_damaged_audit_store_at_start_is_reported_not_a_crash(tmp_path: Path, pages: FixtureServer) -> None:
+def test_a_damaged_audit_store_at_start_is_reported_not_a_crash(tmp_path: Path, pages: LoopbackSite) -> None:
     path = tmp_path / "audit.sqlite3"
     store = AuditStore(path)
     store.count()
@@ -389,7 +387,7 @@ def test_work_stops_when_the_client_leaves(tmp_path: Path) -> None:
 
 
 def test_the_deadline_answers_504_and_stops_the_work(tmp_path: Path) -> None:
-    with FixtureServer({"/slow": Route(body="<p>late</p>", delay=5.0)}) as site:
+    with LoopbackSite({"/slow": Route(body="<p>late</p>", delay=5.0)}) as site:
         app = create_app(verifier=fake_verifier(request_timeout=0.5))
         with TestClient(app) as c:
             start = time.perf_counter()
@@ -570,13 +568,13 @@ def test_a_kept_alive_connection_survives_a_refused_body() -> None:
 
 def test_sigterm_stops_the_service_within_seconds(tmp_path: Path) -> None:
     """A uvicorn serving the app as ``guardrail serve`` configures it, with a request in flight."""
-    with FixtureServer({"/slow": Route(body="<p>late</p>", delay=60.0)}) as site:
+    with LoopbackSite({"/slow": Route(body="<p>late</p>", delay=60.0)}) as site:
         script = (
             "import uvicorn\n"
             "from guardrail import Settings, Verifier\n"
             "from guardrail.apps.server import create_app\n"
             "from guardrail.apps.server.protocol import GuardedH11Protocol\n"
-            "from tests.fakes import HashEmbedder, OverlapJudge\n"
+            "from guardrail.testing import HashEmbedder, OverlapJudge\n"
             "settings = Settings(allow_private_hosts=True, cache_path='off', audit_path='off')\n"
             "app = create_app(verifier=Verifier(judge=OverlapJudge(), embedder=HashEmbedder(), settings=settings))\n"
             f"uvicorn.run(app, port={_free_port()}, log_level='warning', http=GuardedH11Protocol,"

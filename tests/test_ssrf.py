@@ -24,7 +24,7 @@ from guardrail.fetch.ssrf import (
     parse_ipv4_literal,
 )
 from guardrail.settings import Settings
-from tests.fixtures.server import FixtureServer, Route, counting
+from guardrail.testing import LoopbackSite, Route
 
 BLOCKED_LITERALS = [
     # IPv4 loopback in every spelling inet_aton and browsers accept
@@ -236,7 +236,7 @@ async def test_allowed_hosts_open_only_the_named_host_and_port() -> None:
 # -- through the fetcher ---------------------------------------------------------------
 
 
-async def test_default_fetcher_refuses_loopback_fixture_server(pages: FixtureServer) -> None:
+async def test_default_fetcher_refuses_loopback_fixture_server(pages: LoopbackSite) -> None:
     hits_before = pages.hits.get("/boiling", 0)
     result = await DirectFetcher().fetch_all([pages.url("/boiling"), f"http://localhost:{pages.port}/boiling"])
     for page in result.values():
@@ -255,7 +255,7 @@ async def test_fetcher_refuses_every_literal_spelling_without_connecting() -> No
 
 
 @pytest.fixture(scope="module")
-def redirecting() -> Iterator[FixtureServer]:
+def redirecting() -> Iterator[LoopbackSite]:
     """An origin that redirects into private space (metadata, loopback via a name, another port)."""
 
     def to_localhost(handler: BaseHTTPRequestHandler) -> None:
@@ -265,7 +265,7 @@ def redirecting() -> Iterator[FixtureServer]:
     def to_other_port(handler: BaseHTTPRequestHandler) -> None:
         _redirect(handler, "http://127.0.0.1:9/content")
 
-    server = FixtureServer(
+    server = LoopbackSite(
         {
             "/content": Route(body="<html><body><p>Private content that must not be fetched.</p></body></html>"),
             "/to-metadata": Route(status=302, headers={"Location": "http://169.254.169.254/latest/meta-data/"}),
@@ -297,7 +297,7 @@ def _redirect(handler: BaseHTTPRequestHandler, location: str) -> None:
         ("/to-file", Reason.invalid_url),
     ],
 )
-async def test_redirect_into_private_space_is_refused(redirecting: FixtureServer, path: str, reason: Reason) -> None:
+async def test_redirect_into_private_space_is_refused(redirecting: LoopbackSite, path: str, reason: Reason) -> None:
     """Only the origin (host:port) is opened; every redirect hop is checked again."""
     fetcher = DirectFetcher(allowed_hosts=[f"127.0.0.1:{redirecting.port}"])
     before = redirecting.hits.get("/content", 0)
@@ -308,7 +308,7 @@ async def test_redirect_into_private_space_is_refused(redirecting: FixtureServer
     assert redirecting.hits.get("/content", 0) == before
 
 
-async def test_redirect_within_the_allowed_origin_is_followed(redirecting: FixtureServer) -> None:
+async def test_redirect_within_the_allowed_origin_is_followed(redirecting: LoopbackSite) -> None:
     fetcher = DirectFetcher(allowed_hosts=[f"127.0.0.1:{redirecting.port}"])
     page = (await fetcher.fetch_all([redirecting.url("/to-content")]))[redirecting.url("/to-content")]
     assert page.reason is None
@@ -316,7 +316,7 @@ async def test_redirect_within_the_allowed_origin_is_followed(redirecting: Fixtu
     assert page.final_url == redirecting.url("/content")
 
 
-async def test_connects_to_the_vetted_address_without_a_second_lookup(pages: FixtureServer) -> None:
+async def test_connects_to_the_vetted_address_without_a_second_lookup(pages: LoopbackSite) -> None:
     """DNS rebinding: the resolver answers loopback once, then an unroutable address. The fetch
     succeeds only if the connection goes to the first (vetted) answer and DNS is asked once."""
     calls: list[str] = []
@@ -341,7 +341,7 @@ async def test_a_resolver_answer_in_private_space_blocks_the_fetch() -> None:
     assert page.reason == Reason.blocked_address.value
 
 
-async def test_opt_in_through_settings_and_environment(pages: FixtureServer) -> None:
+async def test_opt_in_through_settings_and_environment(pages: LoopbackSite) -> None:
     url = pages.url("/boiling")
     default = DirectFetcher.from_settings(Settings.from_env({}))
     assert (await default.fetch_all([url]))[url].reason == Reason.blocked_address.value
@@ -353,16 +353,16 @@ async def test_opt_in_through_settings_and_environment(pages: FixtureServer) -> 
 
 
 @pytest.mark.parametrize("off", ["0", "false", "False", "off", "no", " 0 "])
-async def test_the_opening_written_off_keeps_the_guard_on(pages: FixtureServer, off: str) -> None:
+async def test_the_opening_written_off_keeps_the_guard_on(pages: LoopbackSite, off: str) -> None:
     """GUARDRAIL_ALLOW_PRIVATE_HOSTS=0 (or false, off, no) from the environment to the fetcher:
     the loopback page is refused and never asked for."""
     settings = Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": off})
     assert settings.allow_private_hosts is False
     url = pages.url("/boiling")
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         page = (await DirectFetcher.from_settings(settings).fetch_all([url]))[url]
     assert page.reason == Reason.blocked_address.value and hits == {}
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         page = (
             await DirectFetcher.from_settings(Settings.from_env({"GUARDRAIL_ALLOW_PRIVATE_HOSTS": "1"})).fetch_all(
                 [url]
@@ -371,9 +371,9 @@ async def test_the_opening_written_off_keeps_the_guard_on(pages: FixtureServer, 
     assert page.reason is None and hits == {"/boiling": 1}
 
 
-async def test_verifier_opt_in_reaches_the_fetcher(pages: FixtureServer) -> None:
+async def test_verifier_opt_in_reaches_the_fetcher(pages: LoopbackSite) -> None:
+    from guardrail.testing import HashEmbedder, OverlapJudge
     from guardrail.verifier import Verifier
-    from tests.fakes import HashEmbedder, OverlapJudge
 
     url = pages.url("/boiling")
     claim = "Water boils at 100 degrees Celsius at sea level."

@@ -39,9 +39,8 @@ from guardrail.store import (
     parse_since,
     resolve_path,
 )
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from guardrail.verifier import DecisionRecord
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.server import FixtureServer, Route
 from tests.fixtures.storage_api import JS_TOKEN, TOKEN, StorageAPI
 
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
@@ -111,7 +110,7 @@ def _page(url: str, text: str = "Pure water boils at 100 degrees Celsius.", **kw
 # -- page cache -------------------------------------------------------------------------------
 
 
-async def test_second_fetch_is_served_from_the_cache(pages: FixtureServer, tmp_path: Path) -> None:
+async def test_second_fetch_is_served_from_the_cache(pages: LoopbackSite, tmp_path: Path) -> None:
     inner = CountingFetcher()
     fetcher = FetchOnce(inner, store=PageCache(tmp_path / "pages.sqlite3"))
     url = pages.url("/boiling")
@@ -125,7 +124,7 @@ async def test_second_fetch_is_served_from_the_cache(pages: FixtureServer, tmp_p
     assert fetcher.name == "direct"
 
 
-async def test_verifier_with_cached_fetcher_fetches_once_across_calls(pages: FixtureServer, tmp_path: Path) -> None:
+async def test_verifier_with_cached_fetcher_fetches_once_across_calls(pages: LoopbackSite, tmp_path: Path) -> None:
     cache = PageCache(tmp_path / "pages.sqlite3")
     url = pages.url("/titanic")
     first = await _verifier(FetchOnce(CountingFetcher(), store=cache)).averify(
@@ -140,7 +139,7 @@ async def test_verifier_with_cached_fetcher_fetches_once_across_calls(pages: Fix
     assert first == second and second.overall == Label.supported
 
 
-async def test_misses_are_fetched_in_one_call(pages: FixtureServer, tmp_path: Path) -> None:
+async def test_misses_are_fetched_in_one_call(pages: LoopbackSite, tmp_path: Path) -> None:
     inner = CountingFetcher()
     fetcher = FetchOnce(inner, store=PageCache(tmp_path / "c.sqlite3"))
     a, b, c = pages.url("/boiling"), pages.url("/titanic"), pages.url("/tomatoes")
@@ -228,7 +227,7 @@ def test_options_of_the_fetcher_are_part_of_the_key() -> None:
 
 
 async def test_a_page_fetched_with_private_hosts_allowed_is_not_served_to_a_guarded_fetcher(
-    pages: FixtureServer, tmp_path: Path
+    pages: LoopbackSite, tmp_path: Path
 ) -> None:
     cache = PageCache(tmp_path / "c.sqlite3")
     url = pages.url("/boiling")
@@ -269,7 +268,7 @@ def test_what_is_cached(page: FetchedPage, expected: str) -> None:
 
 
 async def test_transient_failures_are_fetched_again_and_definitive_ones_are_not(
-    pages: FixtureServer, tmp_path: Path
+    pages: LoopbackSite, tmp_path: Path
 ) -> None:
     inner = CountingFetcher(retry=RetryPolicy(attempts=1))  # one request per fetch: counts stay exact
     fetcher = FetchOnce(inner, store=PageCache(tmp_path / "c.sqlite3"))
@@ -306,7 +305,7 @@ def _cache_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def test_a_broken_cache_file_never_fails_a_fetch_and_warns_once(
-    pages: FixtureServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    pages: LoopbackSite, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "c.sqlite3"
     path.write_bytes(b"this is not a database" * 100)
@@ -320,7 +319,7 @@ async def test_a_broken_cache_file_never_fails_a_fetch_and_warns_once(
 
 
 async def test_a_cache_file_damaged_mid_run_is_given_up_with_one_warning(
-    pages: FixtureServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    pages: LoopbackSite, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "c.sqlite3"
     cache = PageCache(path)
@@ -428,7 +427,7 @@ def test_concurrent_writers_in_processes(tmp_path: Path) -> None:
 # -- audit store ------------------------------------------------------------------------------
 
 
-async def test_audit_row_for_a_fetched_citation(pages: FixtureServer, tmp_path: Path) -> None:
+async def test_audit_row_for_a_fetched_citation(pages: LoopbackSite, tmp_path: Path) -> None:
     audit = AuditStore(tmp_path / "audit.sqlite3")
     url = pages.url("/boiling")
     report = await _verifier(CountingFetcher(), audit).averify(CLAIM, [url])
@@ -442,7 +441,7 @@ async def test_audit_row_for_a_fetched_citation(pages: FixtureServer, tmp_path: 
     assert row.content_hash and row.passages and row.created_at.tzinfo is not None
 
 
-async def test_audit_rows_when_nothing_was_fetched(pages: FixtureServer, tmp_path: Path) -> None:
+async def test_audit_rows_when_nothing_was_fetched(pages: LoopbackSite, tmp_path: Path) -> None:
     audit = AuditStore(tmp_path / "audit.sqlite3")
     verifier = _verifier(CountingFetcher(), audit)
     await verifier.averify_many(
@@ -483,7 +482,7 @@ async def test_audit_rows_when_nothing_was_fetched(pages: FixtureServer, tmp_pat
     assert fact.judge == "overlap" and fact.passages == ["At sea level pure water boils at 100 degrees Celsius."]
 
 
-async def test_page_text_is_content_addressed_and_deduplicated(pages: FixtureServer, tmp_path: Path) -> None:
+async def test_page_text_is_content_addressed_and_deduplicated(pages: LoopbackSite, tmp_path: Path) -> None:
     path = tmp_path / "audit.sqlite3"
     audit = AuditStore(path)
     fetcher = CountingFetcher()
@@ -507,7 +506,7 @@ async def test_page_text_is_content_addressed_and_deduplicated(pages: FixtureSer
     assert audit.content(rows[0].content_hash) == text
 
 
-async def test_replay_shows_exactly_what_the_judge_saw(pages: FixtureServer, tmp_path: Path) -> None:
+async def test_replay_shows_exactly_what_the_judge_saw(pages: LoopbackSite, tmp_path: Path) -> None:
     audit = AuditStore(tmp_path / "audit.sqlite3")
     judge = OverlapJudge()
     fetcher = CountingFetcher()
@@ -676,9 +675,9 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def storage_server() -> Iterator[tuple[StorageAPI, FixtureServer]]:
+def storage_server() -> Iterator[tuple[StorageAPI, LoopbackSite]]:
     api = StorageAPI()
-    server = FixtureServer({"/storage": Route(handler=api.handler)}).start()
+    server = LoopbackSite({"/storage": Route(handler=api.handler)}).start()
     try:
         yield api, server
     finally:
@@ -686,7 +685,7 @@ def storage_server() -> Iterator[tuple[StorageAPI, FixtureServer]]:
 
 
 @pytest.fixture
-def storage(storage_server: tuple[StorageAPI, FixtureServer]) -> StorageAPI:
+def storage(storage_server: tuple[StorageAPI, LoopbackSite]) -> StorageAPI:
     """The Storage API, emptied for each test."""
     api, server = storage_server
     api.reset()

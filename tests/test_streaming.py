@@ -28,15 +28,16 @@ from guardrail import (
     stream_cut,
 )
 from guardrail.bridges import aiter_from_sync, iterate_sync
-from tests.fakes import OverlapJudge, fixture_verifier
+from guardrail.testing import LoopbackSite, OverlapJudge, Route
+from tests.fakes import fixture_verifier
 from tests.fixtures.pages import TITANIC
-from tests.fixtures.server import FixtureServer, Route, SlowPage
+from tests.fixtures.server import SlowPage
 
 
 @pytest.fixture(scope="module")
-def slow_site() -> Iterator[tuple[FixtureServer, SlowPage]]:
+def slow_site() -> Iterator[tuple[LoopbackSite, SlowPage]]:
     slow = SlowPage(TITANIC, delay=1.0)
-    site = FixtureServer({"/slow-titanic": Route(handler=slow)}).start()
+    site = LoopbackSite({"/slow-titanic": Route(handler=slow)}).start()
     try:
         yield site, slow
     finally:
@@ -75,7 +76,7 @@ def test_stream_cut_keeps_an_uncited_sentence_with_the_marker_that_covers_it() -
 # -- AnswerStream -------------------------------------------------------------------------------
 
 
-async def test_pieces_concatenate_to_the_guarded_whole_answer(pages: FixtureServer) -> None:
+async def test_pieces_concatenate_to_the_guarded_whole_answer(pages: LoopbackSite) -> None:
     u = pages.url
     answer = (
         f"Water boils at 100 degrees Celsius at sea level ({u('/boiling')}). "
@@ -104,7 +105,7 @@ async def test_pieces_concatenate_to_the_guarded_whole_answer(pages: FixtureServ
 
 
 async def test_first_sentence_is_emitted_before_a_later_slow_page_is_fetched(
-    pages: FixtureServer, slow_site: tuple[FixtureServer, SlowPage]
+    pages: LoopbackSite, slow_site: tuple[LoopbackSite, SlowPage]
 ) -> None:
     site, slow = slow_site
     answer = (
@@ -123,7 +124,7 @@ async def test_first_sentence_is_emitted_before_a_later_slow_page_is_fetched(
     assert stream.report().claims[1].overall == Label.supported
 
 
-async def test_verification_overlaps_the_arrival_of_later_text(pages: FixtureServer) -> None:
+async def test_verification_overlaps_the_arrival_of_later_text(pages: LoopbackSite) -> None:
     answer = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). " + " ".join(
         ["More words keep coming"] * 4
     )
@@ -138,7 +139,7 @@ async def test_verification_overlaps_the_arrival_of_later_text(pages: FixtureSer
     assert first - start < total / 2
 
 
-async def test_numbered_markers_are_held_until_the_reference_list_arrives(pages: FixtureServer) -> None:
+async def test_numbered_markers_are_held_until_the_reference_list_arrives(pages: LoopbackSite) -> None:
     u = pages.url
     answer = (
         "Water boils at 100 degrees Celsius at sea level [1]. "
@@ -153,7 +154,7 @@ async def test_numbered_markers_are_held_until_the_reference_list_arrives(pages:
     assert all(v.reason != "unresolved_citation" for c in report.claims for v in c.verdicts)
 
 
-async def test_numbered_markers_stream_when_sources_resolve_them(pages: FixtureServer) -> None:
+async def test_numbered_markers_stream_when_sources_resolve_them(pages: LoopbackSite) -> None:
     answer = (
         "Water boils at 100 degrees Celsius at sea level [1]. "
         "In Denver water boils at roughly 95 degrees Celsius [1]. "
@@ -165,7 +166,7 @@ async def test_numbered_markers_stream_when_sources_resolve_them(pages: FixtureS
     assert [c.overall for c in stream.report().claims] == [Label.supported] * 3
 
 
-async def test_a_block_stops_the_stream_with_the_block_message(pages: FixtureServer) -> None:
+async def test_a_block_stops_the_stream_with_the_block_message(pages: LoopbackSite) -> None:
     u = pages.url
     answer = (
         f"Water boils at 100 degrees Celsius at sea level ({u('/boiling')}). "
@@ -185,7 +186,7 @@ async def test_a_block_stops_the_stream_with_the_block_message(pages: FixtureSer
     assert "Titanic" not in report.answer  # nothing after the blocking piece was reported
 
 
-async def test_raise_on_block_raises_with_the_report_so_far(pages: FixtureServer) -> None:
+async def test_raise_on_block_raises_with_the_report_so_far(pages: LoopbackSite) -> None:
     answer = f"Water boils at 50 degrees Celsius at sea level ({pages.url('/boiling')}). More text follows."
     stream = AnswerStream(fixture_verifier(), policy=Policy.strict(raise_on_block=True))
     got: list[str] = []
@@ -196,7 +197,7 @@ async def test_raise_on_block_raises_with_the_report_so_far(pages: FixtureServer
     assert info.value.report.claims[0].overall == Label.contradicted
 
 
-async def test_sources_back_an_unmarked_answer_piece_by_piece(pages: FixtureServer) -> None:
+async def test_sources_back_an_unmarked_answer_piece_by_piece(pages: LoopbackSite) -> None:
     answer = "Water boils at 100 degrees Celsius at sea level.\n\nWater boils at 50 degrees Celsius at sea level."
     stream = AnswerStream(fixture_verifier(), [pages.url("/boiling")])
     pieces = [p async for p in stream.pieces(words(answer))]
@@ -218,7 +219,7 @@ async def test_bad_chunks_raise_a_clear_error() -> None:
             pass
 
 
-async def test_closing_early_cancels_outstanding_work(slow_site: tuple[FixtureServer, SlowPage]) -> None:
+async def test_closing_early_cancels_outstanding_work(slow_site: tuple[LoopbackSite, SlowPage]) -> None:
     site, _ = slow_site
     answer = f"Titanic was directed by James Cameron ({site.url('/slow-titanic')}). Next sentence here."
     stream = AnswerStream(fixture_verifier())
@@ -260,21 +261,21 @@ class QueueJudge:
 
 
 @pytest.fixture(scope="module")
-def slow_pages() -> Iterator[FixtureServer]:
-    site = FixtureServer({f"/slow-{i}": Route(body=TITANIC, delay=0.6) for i in range(3)}).start()
+def slow_pages() -> Iterator[LoopbackSite]:
+    site = LoopbackSite({f"/slow-{i}": Route(body=TITANIC, delay=0.6) for i in range(3)}).start()
     try:
         yield site
     finally:
         site.stop()
 
 
-def three_sentences(site: FixtureServer) -> str:
+def three_sentences(site: LoopbackSite) -> str:
     return " ".join(f"Titanic was directed by James Cameron ({site.url(f'/slow-{i}')})." for i in range(3)) + " Done."
 
 
 @pytest.mark.parametrize(("concurrency", "expect_most"), [(None, 1), (0, 3)])
 async def test_an_in_process_judge_judges_one_piece_at_a_time_while_pages_prefetch(
-    slow_pages: FixtureServer, concurrency: int | None, expect_most: int
+    slow_pages: LoopbackSite, concurrency: int | None, expect_most: int
 ) -> None:
     judge = QueueJudge(delay=0.3)
     verifier = fixture_verifier(judge)
@@ -290,7 +291,7 @@ async def test_an_in_process_judge_judges_one_piece_at_a_time_while_pages_prefet
     assert [c.overall for c in stream.report().claims[:3]] == [Label.supported] * 3
 
 
-async def test_aprefetch_fills_the_memo_once(pages: FixtureServer) -> None:
+async def test_aprefetch_fills_the_memo_once(pages: LoopbackSite) -> None:
     verifier = fixture_verifier()
     memo = PageMemo()
     before = pages.hits.get("/tomatoes", 0)

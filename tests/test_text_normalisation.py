@@ -13,8 +13,8 @@ from guardrail.core.quote_guard import quote_in_passages
 from guardrail.core.schema import FetchedPage, Label
 from guardrail.core.text import FORMAT_CHARACTERS, normalize_text
 from guardrail.settings import Settings
+from guardrail.testing import HashEmbedder, OverlapJudge, StaticFetcher
 from guardrail.verifier import ClaimTask, Fact
-from tests.fakes import HashEmbedder, OverlapJudge, StaticFetcher
 
 PAGE_URL = "https://example.org/boiling"
 PAGE = (

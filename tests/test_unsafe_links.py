@@ -12,7 +12,8 @@ from guardrail.core.policy import CitationBlocked, Policy, apply_policy
 from guardrail.core.schema import AnswerReport
 from guardrail.core.unsafe_links import UnsafeLink, find_unsafe_links, unsafe_scheme
 from guardrail.settings import Settings
-from tests.fakes import GOOD_URL, HashEmbedder, OverlapJudge, static_pages
+from guardrail.testing import HashEmbedder, OverlapJudge
+from tests.fakes import GOOD_URL, static_pages
 
 
 def spans(answer: str) -> list[tuple[str, str, str, str]]:

@@ -11,7 +11,7 @@ import pytest
 
 from guardrail import ClaimTask, Fact, FetchedPage, JudgeVerdict, Label, PageMemo, VerdictKind, Verifier
 from guardrail.core.schema import JudgeRequest
-from tests.fakes import FixedJudge, HashEmbedder, OverlapJudge, StaticFetcher
+from guardrail.testing import HashEmbedder, OverlapJudge, ScriptedJudge, StaticFetcher
 
 FILLER = " ".join(["Chemistry teachers repeat this fact in every introductory lesson."] * 18)
 # Each paragraph is long enough (~170 words with the filler) to be a passage of its own.
@@ -111,7 +111,7 @@ def test_top_k_passages_are_the_closest(fetcher: StaticFetcher) -> None:
 
 
 def test_quote_not_in_source_is_demoted(fetcher: StaticFetcher) -> None:
-    judge = FixedJudge(JudgeVerdict(label="supported", evidence_quote="Water boils at 100 C.", confidence=1))
+    judge = ScriptedJudge(JudgeVerdict(label="supported", evidence_quote="Water boils at 100 C.", confidence=1))
     report = Verifier(fetcher=fetcher, judge=judge, embedder=HashEmbedder()).verify(
         CLAIM, ["https://a.example/boiling"]
     )
@@ -131,7 +131,7 @@ def test_the_quote_is_checked_against_the_passages_shown_not_the_whole_page(
 ) -> None:
     """With top_k=1 the judge sees the sea-level passage only: a quote from elsewhere on the page
     is not evidence the judge was shown, so it is demoted."""
-    judge = FixedJudge(JudgeVerdict(label="supported", evidence_quote=quote, confidence=1))
+    judge = ScriptedJudge(JudgeVerdict(label="supported", evidence_quote=quote, confidence=1))
     report = Verifier(fetcher=fetcher, judge=judge, embedder=HashEmbedder(), top_k=1).verify(
         CLAIM, ["https://a.example/boiling"]
     )

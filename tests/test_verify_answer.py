@@ -12,9 +12,9 @@ import pytest
 
 from guardrail import Label, PageMemo, Policy, Verifier, apply_policy
 from guardrail.fetch.once import page_key
-from tests.fakes import LCDocument, LINode, LINodeWithScore, OverlapJudge, fixture_verifier
+from guardrail.testing import LoopbackSite, OverlapJudge, Route
+from tests.fakes import LCDocument, LINode, LINodeWithScore, fixture_verifier
 from tests.fixtures.pages import BOILING
-from tests.fixtures.server import FixtureServer, Route, counting
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 
@@ -48,7 +48,7 @@ class _InFlight:
         handler.wfile.write(self.body)
 
 
-def test_pages_of_an_answer_are_fetched_at_once_and_fragments_share_a_fetch(pages: FixtureServer) -> None:
+def test_pages_of_an_answer_are_fetched_at_once_and_fragments_share_a_fetch(pages: LoopbackSite) -> None:
     slow = _InFlight(BOILING, 0.3)
     for n in range(4):
         pages.routes[f"/inflight-{n}"] = Route(handler=slow)
@@ -59,7 +59,7 @@ def test_pages_of_an_answer_are_fetched_at_once_and_fragments_share_a_fetch(page
         + " ".join(f"Water boils at 100 degrees Celsius at sea level ({u(f'/inflight-{n}')})." for n in (1, 2, 3))
     )
     verifier, _ = make_verifier()
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         report = verifier.verify_answer(answer)
     assert hits == {"/inflight-0": 1, "/inflight-1": 1, "/inflight-2": 1, "/inflight-3": 1}
     assert slow.most >= 2  # the four pages were not fetched one after another
@@ -70,7 +70,7 @@ def test_pages_of_an_answer_are_fetched_at_once_and_fragments_share_a_fetch(page
     assert page_key(u("/a") + "#!/route") == u("/a") + "#!/route"
 
 
-def answer_with_references(pages: FixtureServer) -> str:
+def answer_with_references(pages: LoopbackSite) -> str:
     u = pages.url
     return (
         "Here is what I found.\n\n"
@@ -87,10 +87,10 @@ def answer_with_references(pages: FixtureServer) -> str:
     )
 
 
-def test_verify_answer_end_to_end(pages: FixtureServer) -> None:
+def test_verify_answer_end_to_end(pages: LoopbackSite) -> None:
     verifier, judge = make_verifier()
     answer = answer_with_references(pages)
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         report = verifier.verify_answer(answer)
 
     # Every unique URL fetched exactly once, although /boiling is cited four times.
@@ -142,7 +142,7 @@ def test_verify_answer_end_to_end(pages: FixtureServer) -> None:
         assert raw[c.start : c.end].decode() == c.text
 
 
-def test_policy_on_a_verified_answer(pages: FixtureServer) -> None:
+def test_policy_on_a_verified_answer(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
     report = verifier.verify_answer(answer_with_references(pages))
     guarded = apply_policy(report)
@@ -155,10 +155,10 @@ def test_policy_on_a_verified_answer(pages: FixtureServer) -> None:
     assert blocked.blocked and blocked.text == Policy().block_message
 
 
-def test_same_url_twice_in_one_claim_gets_two_aligned_verdicts(pages: FixtureServer) -> None:
+def test_same_url_twice_in_one_claim_gets_two_aligned_verdicts(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
     u = pages.url("/boiling")
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         report = verifier.verify_answer(f"Pure water boils at 100 degrees Celsius, see {u} and {u} again.")
     assert hits == {"/boiling": 1}
     (claim,) = report.claims
@@ -167,7 +167,7 @@ def test_same_url_twice_in_one_claim_gets_two_aligned_verdicts(pages: FixtureSer
     assert report.label_counts == {"supported": 2}
 
 
-def test_links_of_a_sentence_asserting_nothing_are_fetched_and_reported_when_dead(pages: FixtureServer) -> None:
+def test_links_of_a_sentence_asserting_nothing_are_fetched_and_reported_when_dead(pages: LoopbackSite) -> None:
     u = pages.url
     answer = (
         f"Water boils at 100 degrees Celsius at sea level [1]. See {u('/gone-404')} for details.\n\n"
@@ -176,7 +176,7 @@ def test_links_of_a_sentence_asserting_nothing_are_fetched_and_reported_when_dea
     verifier, judge = make_verifier()
     records: list[object] = []
     verifier.recorders.append(records.append)
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         report = verifier.verify_answer(answer)
     assert hits == {"/boiling": 1, "/gone-404": 1}
     dead, live = report.claims[1], report.claims[2]
@@ -190,7 +190,7 @@ def test_links_of_a_sentence_asserting_nothing_are_fetched_and_reported_when_dea
     assert "See ⛔ dead link for details." in guarded and f"See {u('/boiling')} for details." in guarded
 
 
-def test_sources_of_every_kind(pages: FixtureServer) -> None:
+def test_sources_of_every_kind(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
     sources = [
         LCDocument("(stale copy)", {"source": pages.url("/boiling")}),
@@ -203,7 +203,7 @@ def test_sources_of_every_kind(pages: FixtureServer) -> None:
         "Kate Winslet and Leonardo DiCaprio star in Titanic [2]. "
         "Ice melts at zero [3]. Titanic is a 1997 American epic romance film [4]. Something else [5]."
     )
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         report = verifier.verify_answer(answer, sources)
     # The text-only source is checked as a fact, never fetched.
     assert hits == {"/boiling": 1, "/gone-410": 1, "/titanic": 1}
@@ -218,7 +218,7 @@ def test_sources_of_every_kind(pages: FixtureServer) -> None:
     assert [(s.index, s.kind) for s in report.sources] == [(0, "url"), (1, "text"), (2, "url"), (3, "url")]
 
 
-def test_answer_without_markers_is_checked_against_every_source(pages: FixtureServer) -> None:
+def test_answer_without_markers_is_checked_against_every_source(pages: LoopbackSite) -> None:
     verifier, judge = make_verifier()
     sources = [pages.url("/titanic"), {"url": pages.url("/boiling")}]
     answer = "Pure water boils at 100 degrees Celsius at sea level. Titanic was directed by James Cameron."
@@ -233,7 +233,7 @@ def test_answer_without_markers_is_checked_against_every_source(pages: FixtureSe
     )
 
 
-def test_paragraph_end_marker_checks_every_covered_sentence(pages: FixtureServer) -> None:
+def test_paragraph_end_marker_checks_every_covered_sentence(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
     answer = (
         "Pure water boils at 100 degrees Celsius at sea level. "
@@ -254,7 +254,7 @@ def test_paragraph_end_marker_checks_every_covered_sentence(pages: FixtureServer
     )
 
 
-def test_no_citations_at_all(pages: FixtureServer) -> None:
+def test_no_citations_at_all(pages: LoopbackSite) -> None:
     verifier, judge = make_verifier()
     report = verifier.verify_answer("Water boils at 100 degrees. Ice melts at zero.")
     assert [c.overall for c in report.claims] == [None, None]
@@ -263,11 +263,11 @@ def test_no_citations_at_all(pages: FixtureServer) -> None:
     assert verifier.verify_answer("").claims == []
 
 
-async def test_async_with_a_shared_memo_fetches_each_url_once_across_calls(pages: FixtureServer) -> None:
+async def test_async_with_a_shared_memo_fetches_each_url_once_across_calls(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
     memo = PageMemo()
     u = pages.url("/boiling")
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         first, second = await asyncio.gather(
             verifier.averify_answer(f"Pure water boils at 100 degrees Celsius {u}.", memo=memo),
             verifier.averify_answer(f"Pressure cookers let water reach about 120 degrees Celsius {u}.", memo=memo),
@@ -277,14 +277,14 @@ async def test_async_with_a_shared_memo_fetches_each_url_once_across_calls(pages
     assert [r.overall for r in (first, second, third)] == [S, S, S]
 
 
-async def test_sync_wrapper_works_inside_a_running_loop(pages: FixtureServer) -> None:
+async def test_sync_wrapper_works_inside_a_running_loop(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
     report = verifier.verify_answer(f"Pure water boils at 100 degrees Celsius {pages.url('/boiling')}.")
     assert report.overall == S
 
 
-def test_bad_sources_raise_before_any_fetch(pages: FixtureServer) -> None:
+def test_bad_sources_raise_before_any_fetch(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
-    with counting(pages) as hits, pytest.raises(ValueError, match=r"sources\[1\]: a string source must be"):
+    with pages.counting() as hits, pytest.raises(ValueError, match=r"sources\[1\]: a string source must be"):
         verifier.verify_answer(f"Water boils {pages.url('/boiling')} [1].", [pages.url("/boiling"), "nope"])
     assert hits == {}

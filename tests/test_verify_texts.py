@@ -7,8 +7,8 @@ import pytest
 
 from guardrail import Fact, Label, Verifier
 from guardrail.core.aggregate import aggregate_text
-from tests.fakes import OverlapJudge, fixture_verifier
-from tests.fixtures.server import FixtureServer, counting
+from guardrail.testing import LoopbackSite, OverlapJudge
+from tests.fakes import fixture_verifier
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 
@@ -37,7 +37,7 @@ def test_aggregate_text_rule() -> None:
         aggregate_text([S], min_supported=0)
 
 
-def test_texts_against_live_pages(pages: FixtureServer) -> None:
+def test_texts_against_live_pages(pages: LoopbackSite) -> None:
     verifier, judge = make_verifier()
     boiling = pages.url("/boiling")
     items: list[tuple[str, str | Fact]] = [
@@ -48,7 +48,7 @@ def test_texts_against_live_pages(pages: FixtureServer) -> None:
         ("## Notes\n\n", boiling),
         (PAGE_CHUNK, Fact(PAGE_CHUNK, source="chunk-7")),
     ]
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         reports = verifier.verify_texts(items)
     assert hits == {"/boiling": 1, "/gone-404": 1, "/tomatoes": 1}  # each URL once for the whole call
     assert len(judge.calls) == 1
@@ -70,7 +70,7 @@ def test_texts_against_live_pages(pages: FixtureServer) -> None:
     assert (fact.label, fact.source, fact.final_url) == (S, "chunk-7", None)
 
 
-def test_min_supported_and_max_sentences(pages: FixtureServer) -> None:
+def test_min_supported_and_max_sentences(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
     boiling = pages.url("/boiling")
     mixed = PAGE_CHUNK + " Tomatoes need six hours of direct sunlight every day."
@@ -86,9 +86,9 @@ def test_min_supported_and_max_sentences(pages: FixtureServer) -> None:
     ]
 
 
-async def test_nothing_to_check_and_bad_input(pages: FixtureServer) -> None:
+async def test_nothing_to_check_and_bad_input(pages: LoopbackSite) -> None:
     verifier, _ = make_verifier()
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         (report,) = await verifier.averify_texts([("  \n", pages.url("/boiling"))])
     assert (report.label, report.reason, report.sentences_checked) == (N, "nothing_to_check", 0)
     assert hits == {}

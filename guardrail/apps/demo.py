@@ -7,118 +7,19 @@ allowed through the SSRF guard (:func:`site_fetcher`, :func:`demo_verifier`).
 
 from __future__ import annotations
 
-import contextlib
 import sys
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from guardrail.core.schema import AnswerReport
 from guardrail.extras import install_command
 from guardrail.judges.base import Judge
 from guardrail.runtime import build_verifier
 from guardrail.settings import Settings
+from guardrail.testing import LoopbackSite, Route
 from guardrail.verifier import Verifier
 
 if TYPE_CHECKING:
     from guardrail.fetch.direct import DirectFetcher
-
-Handler = Callable[[BaseHTTPRequestHandler], None]
-
-
-@dataclass
-class Route:
-    status: int = 200
-    body: bytes | str = b""
-    content_type: str = "text/html; charset=utf-8"
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    handler: Handler | None = None
-
-
-class _QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request: object, client_address: object) -> None:
-        # A client that hangs up early (the fetcher does not read 4xx bodies) is not an error.
-        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
-            return
-        super().handle_error(request, client_address)  # type: ignore[arg-type]
-
-
-class LoopbackSite:
-    """Serves ``routes`` on an ephemeral loopback port; ``url(path)`` builds absolute URLs.
-
-    Unknown paths answer 404; ``hits`` counts requests per path (thread-safe).
-    """
-
-    def __init__(self, routes: dict[str, Route] | None = None, host: str = "127.0.0.1") -> None:
-        self.routes: dict[str, Route] = dict(routes or {})
-        self.hits: dict[str, int] = {}
-        self._lock = threading.Lock()
-        server = self
-
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:  # quiet test output
-                return
-
-            def do_HEAD(self) -> None:
-                self.do_GET()
-
-            def do_GET(self) -> None:
-                path = urlsplit(self.path).path
-                with server._lock:
-                    server.hits[path] = server.hits.get(path, 0) + 1
-                route = server.routes.get(path)
-                if route is None:
-                    route = Route(status=404, body="<html><body><h1>Not Found</h1></body></html>")
-                if route.delay:
-                    time.sleep(route.delay)
-                if route.handler is not None:
-                    route.handler(self)
-                    return
-                body = route.body.encode() if isinstance(route.body, str) else route.body
-                self.send_response(route.status)
-                self.send_header("Content-Type", route.content_type)
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in route.headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                if self.command != "HEAD":
-                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                        self.wfile.write(body)
-
-        self._httpd = _QuietServer((host, 0), _Handler)
-        self._httpd.daemon_threads = True
-        self.host = host
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def start(self) -> LoopbackSite:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> LoopbackSite:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
 
 # -- the demo pages -----------------------------------------------------------------
 
@@ -179,6 +80,18 @@ TITANIC = article(
         "in love during the ship's maiden voyage.",
         "The film was released on December 19, 1997, and grossed over $1.84 billion worldwide "
         "during its initial theatrical run, becoming the highest-grossing film at that time.",
+    ],
+)
+
+UNRELATED = article(  # a page that says nothing of the demo answer's claims
+    "Growing tomatoes at home",
+    [
+        "Tomatoes need at least six hours of direct sunlight a day and well-drained soil rich in "
+        "organic matter to produce a good crop.",
+        "Water the plants deeply twice a week rather than a little every day, so that the roots "
+        "grow down into the soil instead of staying near the surface.",
+        "Pinch out the side shoots of cordon varieties as they appear, and support the main stem "
+        "with a cane or a string tied to a frame above the plant.",
     ],
 )
 

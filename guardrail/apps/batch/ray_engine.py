@@ -197,9 +197,11 @@ def verify_dataset(
         if options.workers
         else ray.data.ActorPoolStrategy(max_concurrent_calls_per_actor=options.blocks_at_once),
         batch_size=options.batch_size,
+        # Named remote parameters only: anything passed as **ray_remote_args (max_restarts...) makes
+        # Ray warn that they are deprecated. An actor that dies is still replaced and its block
+        # verified again: Ray Data's actor pools default to max_restarts=-1, max_task_retries=-1
+        # (test_an_actor_killed_mid_run_is_replaced_and_no_row_is_lost_or_doubled holds it).
         num_cpus=options.cpus_per_worker,
-        max_restarts=-1,  # an actor that dies is replaced, and its block verified again
-        max_task_retries=-1,
     )
 
 

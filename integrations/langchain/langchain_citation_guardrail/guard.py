@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -39,9 +39,7 @@ from langchain_citation_guardrail._io import REPORT_METADATA_KEY, Job, Keys, fin
 from langchain_citation_guardrail._stream import Final, guard_stream
 from langchain_citation_guardrail._tracing import RunManager, report_run, stage_runs
 from langchain_citation_guardrail.schemas import input_type, output_type
-
-if TYPE_CHECKING:
-    from langchain_citation_guardrail.wrap import GuardedRunnable
+from langchain_citation_guardrail.wrap import GuardedRunnable
 
 __all__ = ["CITATION_REPORT_EVENT", "REPORT_METADATA_KEY", "CitationGuard", "get_citation_report"]
 
@@ -111,6 +109,10 @@ class CitationGuard(RunnableSerializable[Any, Any]):
     loaded) and never the verifier, judge or embedder objects; load with
     ``loads(text, valid_namespaces=["langchain_citation_guardrail"], allowed_objects=[CitationGuard])``.
 
+    **Copies and pickles**: ``copy.deepcopy`` and ``pickle`` work after use; the verifier the guard
+    built is left out (built again on first use) and a deep copy shares the given verifier, judge
+    and embedder.
+
     ``batch``/``abatch`` verify all inputs on one event loop with one page memo, so a URL cited
     by several answers is fetched once.
 
@@ -170,6 +172,29 @@ class CitationGuard(RunnableSerializable[Any, Any]):
         # Settings(**fields) also reads the environment for the rest (the secrets a dump leaves out).
         return Settings(**value) if isinstance(value, Mapping) else value
 
+    # -- copies and pickles -------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """The guard's state without the verifier it built (network clients, TLS contexts, weak
+        references: a guard loaded from a pickle builds its own on first use)."""
+        state: dict[Any, Any] = super().__getstate__()
+        private = state.get("__pydantic_private__")
+        if private and private.get("_built") is not None:
+            state["__pydantic_private__"] = {**private, "_built": None}
+        return state
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> CitationGuard:
+        """A copy of the configuration: the given verifier, judge and embedder are shared (services
+        and models, not state), and the verifier this guard built is not copied (the copy builds
+        its own on first use)."""
+        memo = {} if memo is None else memo
+        for shared in (self.verifier, self.judge, self.embedder):
+            if shared is not None:
+                memo[id(shared)] = shared
+        if self._built is not None:
+            memo[id(self._built)] = None
+        return super().__deepcopy__(memo)
+
     # -- serialisation (dumpd / loads) and schemas ---------------------------------------------
 
     @classmethod
@@ -206,8 +231,6 @@ class CitationGuard(RunnableSerializable[Any, Any]):
 
     def wrap(self, runnable: Runnable[Any, Any]) -> GuardedRunnable:
         """``runnable`` guarded by this guard: see :class:`~langchain_citation_guardrail.GuardedRunnable`."""
-        from langchain_citation_guardrail.wrap import GuardedRunnable
-
         return GuardedRunnable(runnable=runnable, guard=self)
 
     # -- helpers -------------------------------------------------------------------------------

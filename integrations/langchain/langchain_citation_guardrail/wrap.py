@@ -4,15 +4,54 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import patch_config
 from pydantic import BaseModel, ConfigDict
 
-from langchain_citation_guardrail.guard import CitationGuard
+__all__ = ["Guard", "GuardedRunnable"]
 
-__all__ = ["GuardedRunnable"]
+
+@runtime_checkable
+class Guard(Protocol):
+    """What :class:`GuardedRunnable` needs of its guard (a :class:`~langchain_citation_guardrail.CitationGuard`).
+
+    Named here rather than imported, so that this module does not import ``guard.py``, which
+    imports it for :meth:`CitationGuard.wrap <langchain_citation_guardrail.CitationGuard.wrap>`.
+    """
+
+    answer_key: str
+    context_key: str
+    output_key: str | None
+
+    def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
+        """The guard's run name."""
+        ...
+
+    @property
+    def OutputType(self) -> Any:
+        """The guard's output type."""
+        ...
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Guard one answer."""
+        ...
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Async :meth:`invoke`."""
+        ...
+
+    def transform(self, input: Iterator[Any], config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        """Guard a stream of answer chunks."""
+        ...
+
+    def atransform(
+        self, input: AsyncIterator[Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`transform`."""
+        ...
+
 
 _END = object()
 
@@ -39,7 +78,7 @@ class GuardedRunnable(RunnableSerializable[Any, Any]):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     runnable: Runnable[Any, Any]
-    guard: CitationGuard
+    guard: Guard
 
     @classmethod
     def is_lc_serializable(cls) -> bool:

@@ -16,20 +16,19 @@ from langchain_core.tools import tool
 
 from guardrail import CitationBlocked, Label, Policy, Settings, Verifier
 from guardrail.apps.demo import site_fetcher
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge
 from langchain_citation_guardrail import CitationGuard, CitationGuardMiddleware, get_citation_report
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.langchain import ToolCallingFake
-from tests.fixtures.server import FixtureServer
+from langchain_citation_guardrail.testing import ToolCallingFake
 
 ANSWER = "Water boils at 50 degrees Celsius at sea level [1]. Titanic was directed by James Cameron [2]."
 
 
 @pytest.fixture(scope="module")
-def verifier(pages: FixtureServer) -> Verifier:
+def verifier(pages: LoopbackSite) -> Verifier:
     return Verifier(fetcher=site_fetcher(pages, Settings()), judge=OverlapJudge(), embedder=HashEmbedder())
 
 
-def agent_for(pages: FixtureServer, middleware: CitationGuardMiddleware) -> Any:
+def agent_for(pages: LoopbackSite, middleware: CitationGuardMiddleware) -> Any:
     docs = [
         Document("Boiling point of water", metadata={"source": pages.url("/boiling")}),
         Document("Titanic (1997 film)", metadata={"url": pages.url("/titanic")}),
@@ -51,7 +50,7 @@ def agent_for(pages: FixtureServer, middleware: CitationGuardMiddleware) -> Any:
     return create_agent(model, tools=[search], middleware=[middleware])
 
 
-def test_the_final_answer_is_guarded_against_the_tools_documents(pages: FixtureServer, verifier: Verifier) -> None:
+def test_the_final_answer_is_guarded_against_the_tools_documents(pages: LoopbackSite, verifier: Verifier) -> None:
     agent = agent_for(pages, CitationGuardMiddleware(verifier=verifier))
     messages = agent.invoke({"messages": [HumanMessage("At what temperature does water boil?")]})["messages"]
     assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, AIMessage]  # replaced, not added
@@ -64,7 +63,7 @@ def test_the_final_answer_is_guarded_against_the_tools_documents(pages: FixtureS
     assert [v.url for c in report.claims for v in c.verdicts] == [pages.url("/boiling"), pages.url("/titanic")]
 
 
-async def test_a_blocking_policy_in_an_async_agent(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_a_blocking_policy_in_an_async_agent(pages: LoopbackSite, verifier: Verifier) -> None:
     agent = agent_for(pages, CitationGuardMiddleware(verifier=verifier, policy="strict"))
     messages = (await agent.ainvoke({"messages": [HumanMessage("Water?")]}))["messages"]
     assert messages[-1].text == Policy().block_message
@@ -73,9 +72,7 @@ async def test_a_blocking_policy_in_an_async_agent(pages: FixtureServer, verifie
         await agent_for(pages, CitationGuardMiddleware(guard)).ainvoke({"messages": [HumanMessage("Water?")]})
 
 
-def test_without_tool_documents_only_the_answers_own_links_are_checked(
-    pages: FixtureServer, verifier: Verifier
-) -> None:
+def test_without_tool_documents_only_the_answers_own_links_are_checked(pages: LoopbackSite, verifier: Verifier) -> None:
     model = ToolCallingFake(
         messages=iter([AIMessage(f"Titanic was directed by James Cameron ({pages.url('/titanic')}).")])
     )

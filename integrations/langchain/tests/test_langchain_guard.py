@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import operator
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -22,31 +24,61 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableGenerator, RunnableLambda, RunnablePassthrough
 
 from guardrail import AnswerReport, CitationBlocked, Label, Policy, Settings, Verifier
-from guardrail.apps.demo import site_fetcher
+from guardrail.apps.demo import TITANIC, site_fetcher
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route, WaybackSite
 from langchain_citation_guardrail import CITATION_REPORT_EVENT, CitationGuard, get_citation_report
-from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
-from tests.fixtures.pages import TITANIC, inline_answer
-from tests.fixtures.server import FixtureServer, Route, SlowPage, counting
-from tests.fixtures.wayback import FakeWayback
 
 BLOCKED = "Withheld: a citation failed verification."
 
 
 @pytest.fixture(scope="module")
-def verifier(pages: FixtureServer) -> Verifier:
+def verifier(pages: LoopbackSite) -> Verifier:
     # Only the fixture origin gets through the SSRF guard, as the examples do it.
     return Verifier(fetcher=site_fetcher(pages, Settings()), judge=OverlapJudge(), embedder=HashEmbedder())
 
 
+class HeldPage:
+    """A route that answers only once ``release`` is set; ``answered`` says whether it has."""
+
+    def __init__(self, body: str) -> None:
+        self.body = body.encode()
+        self.release = threading.Event()
+        self.answered = False
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> None:
+        self.release.wait(30)
+        self.answered = True
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html; charset=utf-8")
+        handler.send_header("Content-Length", str(len(self.body)))
+        handler.end_headers()
+        handler.wfile.write(self.body)
+
+
+def fixture_verifier() -> Verifier:
+    """A verifier over loopback pages (private hosts allowed) with the test judge and embedder."""
+    return Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
+
+
+def inline_answer(site: LoopbackSite) -> str:
+    """An answer citing ``site``'s pages by inline links: supported, contradicted (50 degrees) and
+    supported (James Cameron)."""
+    u = site.url
+    return (
+        f"Water boils at 100 degrees Celsius at sea level ({u('/boiling')}). "
+        f"Water boils at 50 degrees Celsius at sea level ({u('/boiling')}). "
+        f"Titanic was directed by James Cameron ([film]({u('/titanic')}))."
+    )
+
+
 @pytest.fixture()
-def slow() -> Iterator[tuple[FixtureServer, SlowPage, Verifier]]:
-    page = SlowPage(TITANIC, delay=1.0)
-    site = FixtureServer({"/slow-titanic": Route(handler=page)}).start()
-    verifier = fixture_verifier()
-    try:
-        yield site, page, verifier
-    finally:
-        site.stop()
+def held() -> Iterator[tuple[LoopbackSite, HeldPage]]:
+    page = HeldPage(TITANIC)
+    with LoopbackSite({"/held-titanic": Route(handler=page)}) as site:
+        try:
+            yield site, page
+        finally:
+            page.release.set()
 
 
 class Recorder(BaseCallbackHandler):
@@ -63,7 +95,7 @@ class Recorder(BaseCallbackHandler):
         self.events.append((name, data))
 
 
-def numbered_answer(pages: FixtureServer) -> str:
+def numbered_answer(pages: LoopbackSite) -> str:
     return (
         "Water boils at 100 degrees Celsius at sea level [1]. "
         "Water boils at 50 degrees Celsius at sea level [1]. "
@@ -84,7 +116,7 @@ class NoneJudge(OverlapJudge):
         return [None for _ in requests]
 
 
-async def test_a_judge_answering_the_wrong_types_is_a_verdict_not_an_exception(pages: FixtureServer) -> None:
+async def test_a_judge_answering_the_wrong_types_is_a_verdict_not_an_exception(pages: LoopbackSite) -> None:
     verifier = Verifier(fetcher=site_fetcher(pages, Settings()), judge=NoneJudge(), embedder=HashEmbedder())
     guard = CitationGuard(verifier=verifier)
     out = await guard.ainvoke(inline_answer(pages))
@@ -104,7 +136,7 @@ class HungJudge(OverlapJudge):
         raise AssertionError("unreachable")
 
 
-async def test_a_judge_that_never_answers_is_ended_by_the_deadline(pages: FixtureServer) -> None:
+async def test_a_judge_that_never_answers_is_ended_by_the_deadline(pages: LoopbackSite) -> None:
     settings = Settings(deadline=2.0)  # a page's fetch gets 1.2 s of it
     verifier = Verifier(
         fetcher=site_fetcher(pages, settings), judge=HungJudge(), embedder=HashEmbedder(), settings=settings
@@ -117,14 +149,14 @@ async def test_a_judge_that_never_answers_is_ended_by_the_deadline(pages: Fixtur
     assert {v.reason for claim in report.claims for v in claim.verdicts} == {"deadline"}
 
 
-def test_str_in_str_out_with_badges(pages: FixtureServer, verifier: Verifier) -> None:
+def test_str_in_str_out_with_badges(pages: LoopbackSite, verifier: Verifier) -> None:
     out = CitationGuard(verifier=verifier).invoke(inline_answer(pages))
     assert isinstance(out, str)
     assert f"({pages.url('/boiling')} ❌ contradicted)" in out
     assert out.count("❌") == 1 and "✅" not in out  # supported is kept as written by default
 
 
-def test_message_in_message_out_with_the_report_in_metadata(pages: FixtureServer, verifier: Verifier) -> None:
+def test_message_in_message_out_with_the_report_in_metadata(pages: LoopbackSite, verifier: Verifier) -> None:
     message = AIMessage(
         content=numbered_answer(pages),
         id="run-1",
@@ -143,7 +175,7 @@ def test_message_in_message_out_with_the_report_in_metadata(pages: FixtureServer
     assert [c.overall for c in report.claims] == [Label.supported, Label.contradicted, Label.supported]
 
 
-def test_a_message_chunk_comes_back_as_a_chunk_with_the_report(pages: FixtureServer, verifier: Verifier) -> None:
+def test_a_message_chunk_comes_back_as_a_chunk_with_the_report(pages: LoopbackSite, verifier: Verifier) -> None:
     chunk = AIMessageChunk(content=numbered_answer(pages), id="run-2")
     out = CitationGuard(verifier=verifier).invoke(chunk)
     assert isinstance(out, AIMessageChunk) and out.id == "run-2"
@@ -152,7 +184,7 @@ def test_a_message_chunk_comes_back_as_a_chunk_with_the_report(pages: FixtureSer
     assert isinstance(report, AnswerReport) and report.answer == chunk.text
 
 
-def test_message_content_blocks_keep_non_text_blocks(pages: FixtureServer, verifier: Verifier) -> None:
+def test_message_content_blocks_keep_non_text_blocks(pages: LoopbackSite, verifier: Verifier) -> None:
     tool_block = {"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "water"}}
     message = AIMessage(content=[{"type": "text", "text": inline_answer(pages)}, tool_block])
     out = CitationGuard(verifier=verifier).invoke(message)
@@ -160,7 +192,7 @@ def test_message_content_blocks_keep_non_text_blocks(pages: FixtureServer, verif
     assert "❌ contradicted" in out.content[0]["text"]
 
 
-def test_dict_in_dict_out_with_documents_resolving_markers(pages: FixtureServer, verifier: Verifier) -> None:
+def test_dict_in_dict_out_with_documents_resolving_markers(pages: LoopbackSite, verifier: Verifier) -> None:
     docs = [
         Document(page_content="(boiling)", metadata={"source": pages.url("/boiling")}),
         Document(page_content="(titanic)", metadata={"url": pages.url("/titanic")}),
@@ -185,7 +217,7 @@ def test_dict_keys_are_configurable_and_text_only_documents_are_checked_as_facts
     assert out["rep"].claims[0].verdicts[0].url == "fact:0"
 
 
-def test_document_url_key(pages: FixtureServer, verifier: Verifier) -> None:
+def test_document_url_key(pages: LoopbackSite, verifier: Verifier) -> None:
     docs = [Document(page_content="x", metadata={"link": pages.url("/boiling"), "source": "/tmp/file.txt"})]
     guard = CitationGuard(verifier=verifier, url_key="link")
     out = guard.invoke({"answer": "Water boils at 100 degrees Celsius at sea level [1].", "context": docs})
@@ -205,7 +237,7 @@ def test_bad_inputs_raise_clear_errors(verifier: Verifier) -> None:
 # -- the report as a custom event --------------------------------------------------------------
 
 
-def test_invoke_emits_the_report_as_a_custom_event(pages: FixtureServer, verifier: Verifier) -> None:
+def test_invoke_emits_the_report_as_a_custom_event(pages: LoopbackSite, verifier: Verifier) -> None:
     recorder = Recorder()
     out = CitationGuard(verifier=verifier).invoke(inline_answer(pages), config={"callbacks": [recorder]})
     assert isinstance(out, str)
@@ -214,7 +246,7 @@ def test_invoke_emits_the_report_as_a_custom_event(pages: FixtureServer, verifie
     assert isinstance(data, AnswerReport) and data.answer == inline_answer(pages)
 
 
-async def test_astream_events_v2_carries_the_report(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_astream_events_v2_carries_the_report(pages: LoopbackSite, verifier: Verifier) -> None:
     chain = FakeListChatModel(responses=[inline_answer(pages)]) | StrOutputParser() | CitationGuard(verifier=verifier)
     reports = [
         e["data"]
@@ -225,7 +257,7 @@ async def test_astream_events_v2_carries_the_report(pages: FixtureServer, verifi
     assert reports[0].label_counts == {"supported": 2, "contradicted": 1}
 
 
-async def test_ainvoke_custom_event_in_astream_events(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_ainvoke_custom_event_in_astream_events(pages: LoopbackSite, verifier: Verifier) -> None:
     guard = CitationGuard(verifier=verifier)
     wrapped = RunnableLambda(guard.ainvoke)  # an ainvoke nested in a chain
     events = [e async for e in wrapped.astream_events(inline_answer(pages), version="v2")]
@@ -235,20 +267,20 @@ async def test_ainvoke_custom_event_in_astream_events(pages: FixtureServer, veri
 # -- policies ----------------------------------------------------------------------------------
 
 
-def test_strip_policy_removes_failed_citations(pages: FixtureServer, verifier: Verifier) -> None:
+def test_strip_policy_removes_failed_citations(pages: LoopbackSite, verifier: Verifier) -> None:
     out = CitationGuard(verifier=verifier, policy=Policy.preset("strip")).invoke(inline_answer(pages))
     assert "Water boils at 50 degrees Celsius at sea level." in out
     assert out.count(pages.url("/boiling")) == 1
 
 
-def test_block_replaces_the_answer(pages: FixtureServer, verifier: Verifier) -> None:
+def test_block_replaces_the_answer(pages: LoopbackSite, verifier: Verifier) -> None:
     guard = CitationGuard(verifier=verifier, policy=Policy.strict(block_message=BLOCKED))
     assert guard.invoke(inline_answer(pages)) == BLOCKED
     out = guard.invoke(AIMessage(content=inline_answer(pages)))
     assert out.content == BLOCKED and get_citation_report(out) is not None
 
 
-def test_raise_on_block_raises_citation_blocked_with_the_report(pages: FixtureServer, verifier: Verifier) -> None:
+def test_raise_on_block_raises_citation_blocked_with_the_report(pages: LoopbackSite, verifier: Verifier) -> None:
     recorder = Recorder()
     guard = CitationGuard(verifier=verifier, policy=Policy.strict(), raise_on_block=True)
     with pytest.raises(CitationBlocked) as info:
@@ -257,7 +289,7 @@ def test_raise_on_block_raises_citation_blocked_with_the_report(pages: FixtureSe
     assert [name for name, _ in recorder.events] == [CITATION_REPORT_EVENT]
 
 
-def test_html_badges(pages: FixtureServer, verifier: Verifier) -> None:
+def test_html_badges(pages: LoopbackSite, verifier: Verifier) -> None:
     out = CitationGuard(verifier=verifier, format="html").invoke(inline_answer(pages))
     assert '<span class="citation-verdict citation-verdict--contradicted"' in out
 
@@ -265,7 +297,7 @@ def test_html_badges(pages: FixtureServer, verifier: Verifier) -> None:
 # -- batch ---------------------------------------------------------------------------------------
 
 
-def batch_inputs(pages: FixtureServer) -> list[Any]:
+def batch_inputs(pages: LoopbackSite) -> list[Any]:
     u = pages.url
     return [
         f"Titanic was directed by James Cameron ({u('/titanic')}).",
@@ -277,23 +309,23 @@ def batch_inputs(pages: FixtureServer) -> list[Any]:
     ]
 
 
-def test_batch_fetches_shared_urls_once(pages: FixtureServer, verifier: Verifier) -> None:
+def test_batch_fetches_shared_urls_once(pages: LoopbackSite, verifier: Verifier) -> None:
     recorder = Recorder()
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         outs = CitationGuard(verifier=verifier).batch(batch_inputs(pages), config={"callbacks": [recorder]})
     assert hits == {"/titanic": 1, "/boiling": 1}
     assert isinstance(outs[0], str) and isinstance(outs[1], AIMessage) and isinstance(outs[2], dict)
     assert len(recorder.events) == 3
 
 
-async def test_abatch_fetches_shared_urls_once(pages: FixtureServer, verifier: Verifier) -> None:
-    with counting(pages) as hits:
+async def test_abatch_fetches_shared_urls_once(pages: LoopbackSite, verifier: Verifier) -> None:
+    with pages.counting() as hits:
         outs = await CitationGuard(verifier=verifier).abatch(batch_inputs(pages))
     assert hits == {"/titanic": 1, "/boiling": 1}
     assert outs[2]["citation_report"].claims[0].overall == Label.supported
 
 
-def test_batch_return_exceptions(pages: FixtureServer, verifier: Verifier) -> None:
+def test_batch_return_exceptions(pages: LoopbackSite, verifier: Verifier) -> None:
     guard = CitationGuard(verifier=verifier, policy=Policy.strict(), raise_on_block=True)
     inputs = [inline_answer(pages), 42, f"Titanic was directed by James Cameron ({pages.url('/titanic')})."]
     outs = guard.batch(inputs, return_exceptions=True)
@@ -305,7 +337,7 @@ def test_batch_return_exceptions(pages: FixtureServer, verifier: Verifier) -> No
 # -- streaming -----------------------------------------------------------------------------------
 
 
-def test_stream_messages_sentence_by_sentence(pages: FixtureServer, verifier: Verifier) -> None:
+def test_stream_messages_sentence_by_sentence(pages: LoopbackSite, verifier: Verifier) -> None:
     answer = inline_answer(pages)
     model = GenericFakeChatModel(messages=iter([AIMessage(content=answer, id="m1")]))
     chunks = list((model | CitationGuard(verifier=verifier)).stream("q"))
@@ -322,7 +354,7 @@ def test_stream_messages_sentence_by_sentence(pages: FixtureServer, verifier: Ve
     assert report is not None and report.answer == answer
 
 
-async def test_astream_strings(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_astream_strings(pages: LoopbackSite, verifier: Verifier) -> None:
     chain = FakeListChatModel(responses=[inline_answer(pages)]) | StrOutputParser() | CitationGuard(verifier=verifier)
     chunks = [c async for c in chain.astream("q")]
     assert len(chunks) == 3 and all(isinstance(c, str) for c in chunks)
@@ -330,7 +362,7 @@ async def test_astream_strings(pages: FixtureServer, verifier: Verifier) -> None
 
 
 def test_numbered_answer_without_context_is_held_until_its_reference_list(
-    pages: FixtureServer, verifier: Verifier
+    pages: LoopbackSite, verifier: Verifier
 ) -> None:
     model = GenericFakeChatModel(messages=iter([numbered_answer(pages)]))
     chunks = list((model | StrOutputParser() | CitationGuard(verifier=verifier)).stream("q"))
@@ -338,31 +370,28 @@ def test_numbered_answer_without_context_is_held_until_its_reference_list(
     assert "[1] ❌ contradicted" in chunks[0] and "unverified" not in chunks[0]
 
 
-def overlap_answer(pages: FixtureServer, site: FixtureServer) -> str:
+def slow_answer(pages: LoopbackSite, site: LoopbackSite) -> str:
     return (
         f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
-        f"Titanic was directed by James Cameron ({site.url('/slow-titanic')}). "
+        f"Titanic was directed by James Cameron ({site.url('/held-titanic')}). "
         "That is all."
     )
 
 
 def test_stream_emits_the_first_sentence_before_the_next_is_verified(
-    pages: FixtureServer, slow: tuple[FixtureServer, SlowPage, Verifier]
+    pages: LoopbackSite, held: tuple[LoopbackSite, HeldPage]
 ) -> None:
-    site, page, verifier = slow
-    model = GenericFakeChatModel(messages=iter([overlap_answer(pages, site)]))
-    seen = [
-        (time.perf_counter(), c) for c in (model | StrOutputParser() | CitationGuard(verifier=verifier)).stream("q")
-    ]
-    assert len(seen) >= 2
-    assert seen[0][1].startswith("Water boils at 100")
-    assert page.finished and seen[0][0] < page.finished[-1]
+    site, page = held
+    model = GenericFakeChatModel(messages=iter([slow_answer(pages, site)]))
+    chunks = (model | StrOutputParser() | CitationGuard(verifier=fixture_verifier())).stream("q")
+    first = next(chunks)  # the second sentence's page is still held
+    assert first.startswith("Water boils at 100") and not page.answered
+    page.release.set()
+    assert list(chunks)
 
 
-async def test_astream_emits_while_the_model_is_still_writing(
-    pages: FixtureServer, slow: tuple[FixtureServer, SlowPage, Verifier]
-) -> None:
-    _, _, verifier = slow
+async def test_astream_emits_while_the_model_is_still_writing(pages: LoopbackSite) -> None:
+    verifier = fixture_verifier()
     first = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
     rest = ["Titanic ", "was ", "directed ", "by ", "James ", "Cameron."]
     produced: list[float] = []
@@ -379,7 +408,7 @@ async def test_astream_emits_while_the_model_is_still_writing(
     assert received[0][0] < produced[-1]  # the first sentence came out before the model finished
 
 
-def test_sync_stream_emits_while_the_model_is_still_writing(pages: FixtureServer, verifier: Verifier) -> None:
+def test_sync_stream_emits_while_the_model_is_still_writing(pages: LoopbackSite, verifier: Verifier) -> None:
     first = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
     produced: list[float] = []
 
@@ -395,7 +424,7 @@ def test_sync_stream_emits_while_the_model_is_still_writing(pages: FixtureServer
     assert received[0][0] < produced[-1]
 
 
-def test_stream_stops_with_the_block_message(pages: FixtureServer, verifier: Verifier) -> None:
+def test_stream_stops_with_the_block_message(pages: LoopbackSite, verifier: Verifier) -> None:
     answer = inline_answer(pages) + " Nothing else."
     model = GenericFakeChatModel(messages=iter([answer]))
     guard = CitationGuard(verifier=verifier, policy=Policy.strict(block_message=BLOCKED))
@@ -408,7 +437,7 @@ def test_stream_stops_with_the_block_message(pages: FixtureServer, verifier: Ver
     assert report.overall == Label.contradicted
 
 
-async def test_astream_raise_on_block(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_astream_raise_on_block(pages: LoopbackSite, verifier: Verifier) -> None:
     model = GenericFakeChatModel(messages=iter([inline_answer(pages)]))
     guard = CitationGuard(verifier=verifier, policy=Policy.strict(), raise_on_block=True)
     got: list[str] = []
@@ -420,7 +449,7 @@ async def test_astream_raise_on_block(pages: FixtureServer, verifier: Verifier) 
 
 
 async def test_rag_dict_stream_passes_keys_through_and_ends_with_the_report(
-    pages: FixtureServer, verifier: Verifier
+    pages: LoopbackSite, verifier: Verifier
 ) -> None:
     docs = [
         Document("(boiling)", metadata={"source": pages.url("/boiling")}),
@@ -452,7 +481,7 @@ async def test_rag_dict_stream_passes_keys_through_and_ends_with_the_report(
 # -- callbacks, names, tags ----------------------------------------------------------------------
 
 
-def test_runs_appear_under_the_guards_name_and_config(pages: FixtureServer, verifier: Verifier) -> None:
+def test_runs_appear_under_the_guards_name_and_config(pages: LoopbackSite, verifier: Verifier) -> None:
     recorder = Recorder()
     guard = CitationGuard(verifier=verifier)
     guard.invoke("Nothing to check here.", config={"callbacks": [recorder]})
@@ -462,7 +491,7 @@ def test_runs_appear_under_the_guards_name_and_config(pages: FixtureServer, veri
     assert recorder.starts[0] == ("my-guard", ["guarded"])
 
 
-async def test_with_config_in_astream_events(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_with_config_in_astream_events(pages: LoopbackSite, verifier: Verifier) -> None:
     guard = CitationGuard(verifier=verifier).with_config(run_name="my-guard", tags=["guarded"])
     chain = FakeListChatModel(responses=[inline_answer(pages)]) | StrOutputParser() | guard
     events = [e async for e in chain.astream_events("q", version="v2")]
@@ -478,7 +507,7 @@ async def test_with_config_in_astream_events(pages: FixtureServer, verifier: Ver
 # -- whole chains --------------------------------------------------------------------------------
 
 
-def test_prompt_model_parser_guard_chain(pages: FixtureServer, verifier: Verifier) -> None:
+def test_prompt_model_parser_guard_chain(pages: LoopbackSite, verifier: Verifier) -> None:
     prompt = ChatPromptTemplate.from_messages([("system", "Cite your sources."), ("human", "{question}")])
     model = FakeListChatModel(responses=[inline_answer(pages)])
     chain = prompt | model | StrOutputParser() | CitationGuard(verifier=verifier, policy=Policy.preset("annotate"))
@@ -486,22 +515,22 @@ def test_prompt_model_parser_guard_chain(pages: FixtureServer, verifier: Verifie
     assert out.count("✅ supported") == 2 and out.count("❌ contradicted") == 1
 
 
-def test_model_guard_chain(pages: FixtureServer, verifier: Verifier) -> None:
+def test_model_guard_chain(pages: LoopbackSite, verifier: Verifier) -> None:
     out = (FakeListChatModel(responses=[inline_answer(pages)]) | CitationGuard(verifier=verifier)).invoke("q")
     assert isinstance(out, AIMessage) and "❌ contradicted" in out.text
 
 
-def test_llm_guard_chain(pages: FixtureServer, verifier: Verifier) -> None:
+def test_llm_guard_chain(pages: LoopbackSite, verifier: Verifier) -> None:
     out = (FakeListLLM(responses=[inline_answer(pages)]) | CitationGuard(verifier=verifier)).invoke("q")
     assert isinstance(out, str) and "❌ contradicted" in out
 
 
-async def test_sync_invoke_inside_a_running_loop(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_sync_invoke_inside_a_running_loop(pages: LoopbackSite, verifier: Verifier) -> None:
     out = CitationGuard(verifier=verifier).invoke(inline_answer(pages))  # nested loop avoided by run_sync
     assert "❌ contradicted" in out
 
 
-def test_a_rag_chain_repairs_from_its_own_context_documents(pages: FixtureServer, verifier: Verifier) -> None:
+def test_a_rag_chain_repairs_from_its_own_context_documents(pages: LoopbackSite, verifier: Verifier) -> None:
     """{"context": docs, "answer": ...}: a sentence citing [2] that only document [1] states is
     re-pointed to [1] under the repair policy, streamed or not; the report says why."""
     docs = [
@@ -525,10 +554,10 @@ def test_a_rag_chain_repairs_from_its_own_context_documents(pages: FixtureServer
     assert plain["citation_report"].claims[1].suggested_citations == []  # no repair, nothing more checked
 
 
-def test_the_guard_it_builds_honours_archived_copies(pages: FixtureServer) -> None:
+def test_the_guard_it_builds_honours_archived_copies(pages: LoopbackSite) -> None:
     dead = pages.url("/gone-404")
     answer = f"Water boils at 100 degrees Celsius at sea level ({dead})."
-    with FakeWayback() as wayback:
+    with WaybackSite() as wayback:
         wayback.archive(dead, pages.routes["/boiling"].body)  # type: ignore[arg-type]
         settings = Settings(archive="wayback", wayback_url=wayback.base, allow_private_hosts=True)
         guard = CitationGuard(policy="repair", settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())

@@ -20,9 +20,10 @@ from pydantic import Field
 from guardrail import Label, RetryPolicy, Settings, Verifier
 from guardrail.apps.demo import LoopbackSite, demo_routes, site_fetcher
 from guardrail.judges.prompt import SYSTEM_PROMPT
+from guardrail.testing import HashEmbedder
+from integrations.seed_examples import JUDGE_SEEDS, SEED_QUOTE_100, SEED_QUOTE_120
+from integrations.seed_examples import verdict_json as verdict
 from langchain_citation_guardrail import CitationGuard, LangChainEmbedder, LangChainJudge, get_citation_report
-from tests.fakes import JUDGE_SEEDS, SEED_QUOTE_100, SEED_QUOTE_120, HashEmbedder
-from tests.fakes import verdict_json as verdict
 
 FAST = RetryPolicy(attempts=2, attempt_timeout=5.0, backoff=0.01, max_backoff=0.02)
 QUOTE_100, QUOTE_120 = SEED_QUOTE_100, SEED_QUOTE_120

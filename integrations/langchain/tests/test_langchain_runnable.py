@@ -4,7 +4,9 @@ the pages come from the loopback fixture server; the judge and embedder are the 
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -18,19 +20,18 @@ from langchain_core.runnables import RunnableLambda, RunnableSequence
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 from pydantic import ValidationError
+from test_langchain_guard import inline_answer
 
 from guardrail import Label, Policy, Settings, Verifier
 from guardrail.apps.demo import site_fetcher
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge
 from langchain_citation_guardrail import REPORT_RUN_NAME, CitationGuard, GuardedRunnable, get_citation_report
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.pages import inline_answer
-from tests.fixtures.server import FixtureServer
 
 NAMESPACE = ["langchain_citation_guardrail"]
 
 
 @pytest.fixture(scope="module")
-def verifier(pages: FixtureServer) -> Verifier:
+def verifier(pages: LoopbackSite) -> Verifier:
     return Verifier(fetcher=site_fetcher(pages, Settings()), judge=OverlapJudge(), embedder=HashEmbedder())
 
 
@@ -83,7 +84,7 @@ def test_output_schema_carries_the_report_under_its_key() -> None:
 # -- policy by name --------------------------------------------------------------------------------
 
 
-def test_policy_accepts_preset_names_and_dicts(pages: FixtureServer, verifier: Verifier) -> None:
+def test_policy_accepts_preset_names_and_dicts(pages: LoopbackSite, verifier: Verifier) -> None:
     assert CitationGuard(policy="strict").policy == Policy.strict()
     assert CitationGuard(policy="strip").policy == Policy.preset("strip")
     assert CitationGuard(policy={"contradicted": "block", "unsafe_link": "block"}).policy == Policy.strict()
@@ -122,6 +123,27 @@ def test_dumpd_loads_round_trip_keeps_policy_keys_and_settings_never_secrets(mon
     assert key is not None and key.get_secret_value() == "sk-from-the-environment"  # read again, not stored
 
 
+def test_a_used_guard_can_be_deep_copied_and_pickled(pages: LoopbackSite) -> None:
+    settings = Settings(allow_private_hosts=True)
+    guard = CitationGuard(policy="annotate", settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
+    expected = guard.invoke(inline_answer(pages))  # builds its verifier: TLS context, clients, weak references
+    assert "❌ contradicted" in expected and "✅ supported" in expected
+    copied = copy.deepcopy(guard)
+    assert copied.judge is guard.judge and copied.policy == guard.policy  # models shared, settings copied
+    loaded = pickle.loads(pickle.dumps(guard))
+    assert loaded.policy == guard.policy and loaded.settings == settings
+    for other in (copied, loaded):
+        assert other.invoke(inline_answer(pages)) == expected
+    assert guard.invoke(inline_answer(pages)) == expected  # the original keeps working
+
+
+def test_a_copy_of_a_guard_given_a_verifier_shares_it(pages: LoopbackSite, verifier: Verifier) -> None:
+    guard = CitationGuard(verifier=verifier)
+    expected = guard.invoke(inline_answer(pages))
+    copied = copy.deepcopy(guard)
+    assert copied.verifier is verifier and copied.invoke(inline_answer(pages)) == expected
+
+
 def test_a_chain_with_the_guard_round_trips() -> None:
     prompt = ChatPromptTemplate.from_messages([("human", "{question}")])
     chain = prompt | StrOutputParser() | CitationGuard(policy="strip")
@@ -135,7 +157,7 @@ def test_a_chain_with_the_guard_round_trips() -> None:
 # -- the report and the stages in a tracer's runs --------------------------------------------------
 
 
-def _check_guard_run(runs: Runs, pages: FixtureServer) -> None:
+def _check_guard_run(runs: Runs, pages: LoopbackSite) -> None:
     [guard] = runs.find("CitationGuard")
     children = [child.name for child in guard.child_runs]
     assert "fetch" in children and "judge" in children and children[-1] == REPORT_RUN_NAME
@@ -151,7 +173,7 @@ def _check_guard_run(runs: Runs, pages: FixtureServer) -> None:
     assert all(run.parent_run_id == guard.id for run in runs.find("fetch") + runs.find("judge"))
 
 
-def test_a_string_chain_shows_the_report_and_stages_in_its_trace(pages: FixtureServer, verifier: Verifier) -> None:
+def test_a_string_chain_shows_the_report_and_stages_in_its_trace(pages: LoopbackSite, verifier: Verifier) -> None:
     chain = FakeListChatModel(responses=[inline_answer(pages)]) | StrOutputParser() | CitationGuard(verifier=verifier)
     runs = Runs()
     out = chain.invoke("q", config={"callbacks": [runs]})
@@ -161,7 +183,7 @@ def test_a_string_chain_shows_the_report_and_stages_in_its_trace(pages: FixtureS
     assert guard.outputs == {"output": out}  # the guard's own output is unchanged
 
 
-async def test_a_streamed_chain_shows_them_too(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_a_streamed_chain_shows_them_too(pages: LoopbackSite, verifier: Verifier) -> None:
     chain = FakeListChatModel(responses=[inline_answer(pages)]) | StrOutputParser() | CitationGuard(verifier=verifier)
     runs = Runs()
     chunks = [chunk async for chunk in chain.astream("q", config={"callbacks": [runs]})]
@@ -169,7 +191,7 @@ async def test_a_streamed_chain_shows_them_too(pages: FixtureServer, verifier: V
     _check_guard_run(runs, pages)
 
 
-def test_batch_gives_each_input_its_report_run(pages: FixtureServer, verifier: Verifier) -> None:
+def test_batch_gives_each_input_its_report_run(pages: LoopbackSite, verifier: Verifier) -> None:
     runs = Runs()
     texts = [inline_answer(pages), f"Titanic was directed by James Cameron ({pages.url('/titanic')})."]
     CitationGuard(verifier=verifier).batch(texts, config={"callbacks": [runs]})
@@ -181,7 +203,7 @@ def test_batch_gives_each_input_its_report_run(pages: FixtureServer, verifier: V
 # -- wrap mode --------------------------------------------------------------------------------------
 
 
-def rag_parts(pages: FixtureServer) -> tuple[list[Document], str]:
+def rag_parts(pages: LoopbackSite) -> tuple[list[Document], str]:
     docs = [
         Document("(boiling)", metadata={"source": pages.url("/boiling")}),
         Document("(titanic)", metadata={"url": pages.url("/titanic")}),
@@ -192,7 +214,7 @@ def rag_parts(pages: FixtureServer) -> tuple[list[Document], str]:
     return docs, answer
 
 
-def test_wrap_passes_the_input_through_and_guards_with_its_context(pages: FixtureServer, verifier: Verifier) -> None:
+def test_wrap_passes_the_input_through_and_guards_with_its_context(pages: LoopbackSite, verifier: Verifier) -> None:
     docs, answer = rag_parts(pages)
     seen: list[Any] = []
 
@@ -214,7 +236,7 @@ def test_wrap_passes_the_input_through_and_guards_with_its_context(pages: Fixtur
     assert len(streamed) == 3 and "".join(streamed) == out  # sentence by sentence
 
 
-async def test_wrap_of_a_model_keeps_the_message_and_its_report(pages: FixtureServer, verifier: Verifier) -> None:
+async def test_wrap_of_a_model_keeps_the_message_and_its_report(pages: LoopbackSite, verifier: Verifier) -> None:
     model = FakeListChatModel(responses=[inline_answer(pages)])
     wrapped = CitationGuard(verifier=verifier).wrap(model)
     assert wrapped.get_input_jsonschema() == model.get_input_jsonschema()

@@ -14,14 +14,14 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from guardrail import CitationBlocked, Label, Policy, Settings, Verifier
 from guardrail.apps.demo import LoopbackSite, demo_routes, site_fetcher
+from guardrail.testing import HashEmbedder, OverlapJudge
 from llama_index.postprocessor.citation_guardrail import (
     BLOCKED_KEY,
     CitationGuardChatEngine,
     GuardedStreamingChatResponse,
     report_of,
 )
-from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.llamaindex import ScriptedLLM
+from llama_index.postprocessor.citation_guardrail.testing import ScriptedLLM
 
 ANSWER = (
     "Water boils at 100 degrees Celsius at sea level [1]. "

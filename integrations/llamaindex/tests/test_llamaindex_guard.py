@@ -29,21 +29,24 @@ from llama_index.core.query_engine import CitationQueryEngine, CustomQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from pydantic import BaseModel, Field
 
-from guardrail import AnswerReport, CitationBlocked, Label, Policy
+from guardrail import AnswerReport, CitationBlocked, Label, Policy, Verifier
 from guardrail import Settings as GuardrailSettings
+from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, WaybackSite
 from llama_index.postprocessor.citation_guardrail import (
     VERDICT_KEYS,
     CitationGuardPostprocessor,
     CitationGuardQueryEngine,
     report_of,
 )
-from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
-from tests.fixtures.llamaindex import CitingLLM
-from tests.fixtures.server import FixtureServer, counting
-from tests.fixtures.wayback import FakeWayback
+from llama_index.postprocessor.citation_guardrail.testing import CitingLLM
 
 S, C, N, U = Label.supported, Label.contradicted, Label.not_found, Label.unreachable
 BLOCK = Policy().block_message
+
+
+def fixture_verifier() -> Verifier:
+    """A verifier over loopback pages (private hosts allowed) with the test judge and embedder."""
+    return Verifier(allow_private_hosts=True, judge=OverlapJudge(), embedder=HashEmbedder())
 
 
 @pytest.fixture
@@ -64,7 +67,7 @@ TITANIC = "Titanic is a 1997 film directed by James Cameron."
 TOMATOES = "Tomatoes need at least six hours of direct sunlight a day."
 
 
-def documents(pages: FixtureServer) -> list[Document]:
+def documents(pages: LoopbackSite) -> list[Document]:
     u = pages.url
     return [
         Document(text=PURE, metadata={"url": u("/boiling"), "title": "Boiling"}),  # still says so
@@ -92,11 +95,11 @@ def meta(item: NodeWithScore) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def test_postprocessor_verdicts_dropping_and_untouched_nodes(pages: FixtureServer, li_settings: None) -> None:
+def test_postprocessor_verdicts_dropping_and_untouched_nodes(pages: LoopbackSite, li_settings: None) -> None:
     index = VectorStoreIndex.from_documents(documents(pages))
     nodes = retrieve_all(index)
     post = CitationGuardPostprocessor(fixture_verifier())
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         kept = post.postprocess_nodes(nodes)
     # Each unique URL fetched once, although /boiling backs two nodes; URL-less nodes fetch nothing.
     assert hits == {"/boiling": 1, "/gone-404": 1, "/titanic": 1, "/tomatoes": 1}
@@ -140,7 +143,7 @@ def test_postprocessor_verdicts_dropping_and_untouched_nodes(pages: FixtureServe
     assert not any(k.startswith("citation_") for k in originals[(PURE, pages.url("/boiling"))].node.metadata)
 
 
-def test_postprocessor_drop_labels_are_configurable(pages: FixtureServer, li_settings: None) -> None:
+def test_postprocessor_drop_labels_are_configurable(pages: LoopbackSite, li_settings: None) -> None:
     nodes = retrieve_all(VectorStoreIndex.from_documents(documents(pages)))
     keep_all = CitationGuardPostprocessor(fixture_verifier(), drop_labels=[]).postprocess_nodes(nodes)
     assert len(keep_all) == 7
@@ -167,7 +170,7 @@ def test_postprocessor_drop_labels_are_configurable(pages: FixtureServer, li_set
     assert restored.drop_labels == [N] and restored.url_key is None
 
 
-def test_postprocessor_drops_what_a_policy_strips_or_blocks(pages: FixtureServer, li_settings: None) -> None:
+def test_postprocessor_drops_what_a_policy_strips_or_blocks(pages: LoopbackSite, li_settings: None) -> None:
     nodes = retrieve_all(VectorStoreIndex.from_documents(documents(pages)))
 
     def verdicts(post: CitationGuardPostprocessor) -> list[str]:
@@ -183,7 +186,7 @@ def test_postprocessor_drops_what_a_policy_strips_or_blocks(pages: FixtureServer
         CitationGuardPostprocessor(fixture_verifier(), policy=Policy(), drop_labels=[])
 
 
-def test_postprocessor_url_key_and_long_nodes(pages: FixtureServer) -> None:
+def test_postprocessor_url_key_and_long_nodes(pages: LoopbackSite) -> None:
     long_text = (
         "At standard atmospheric pressure, which is the pressure at sea level, pure water boils at 100 degrees "
         "Celsius. At higher altitudes the air pressure is lower, so water boils at a lower temperature. "
@@ -203,11 +206,11 @@ def test_postprocessor_url_key_and_long_nodes(pages: FixtureServer) -> None:
     assert (verdict["citation_verdict"], verdict["citation_reason"]) == ("not_found", "insufficient_support")
 
 
-async def test_postprocessor_async_and_inside_a_query_engine(pages: FixtureServer, li_settings: None) -> None:
+async def test_postprocessor_async_and_inside_a_query_engine(pages: LoopbackSite, li_settings: None) -> None:
     index = VectorStoreIndex.from_documents(documents(pages))
     nodes = retrieve_all(index)
     post = CitationGuardPostprocessor(fixture_verifier())
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         kept = await post.apostprocess_nodes(nodes)
     assert hits == {"/boiling": 1, "/gone-404": 1, "/titanic": 1, "/tomatoes": 1}
     assert len(kept) == 5 and all(meta(n).get("citation_verdict") != "unreachable" for n in kept)
@@ -227,7 +230,7 @@ async def test_postprocessor_async_and_inside_a_query_engine(pages: FixtureServe
 # --------------------------------------------------------------------------------------------
 
 
-def source_nodes(pages: FixtureServer) -> list[NodeWithScore]:
+def source_nodes(pages: LoopbackSite) -> list[NodeWithScore]:
     """Source nodes as CitationQueryEngine makes them ("Source n:" chunks)."""
     chunks = [
         ("Source 1:\nAt sea level pure water boils at 100 degrees Celsius.\n", {"url": pages.url("/boiling")}),
@@ -291,7 +294,7 @@ class FixedEngine(CustomQueryEngine):
         return AsyncStreamingResponse(agen(), source_nodes=list(self.nodes), metadata={"engine": "fixed"})
 
 
-def check_answer_report(report: AnswerReport, pages: FixtureServer) -> None:
+def check_answer_report(report: AnswerReport, pages: LoopbackSite) -> None:
     by_claim = {c.plain_text: c for c in report.claims}
     pure = by_claim["Pure water boils at 100 degrees Celsius at sea level."]
     assert [(c.url, c.source_index) for c in pure.citations] == [(pages.url("/boiling"), 0)]
@@ -324,10 +327,10 @@ GUARDED_DEFAULT = (
 )
 
 
-def test_query_engine_report_markers_and_default_policy(pages: FixtureServer) -> None:
+def test_query_engine_report_markers_and_default_policy(pages: LoopbackSite) -> None:
     inner = FixedEngine(answer=ANSWER, nodes=source_nodes(pages))
     guard = CitationGuardQueryEngine(inner, fixture_verifier())
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         response = guard.query("water?")
     assert hits == {"/boiling": 1, "/gone-404": 1}  # [3] is checked without fetching anything
     assert isinstance(response, Response)
@@ -363,7 +366,7 @@ def test_query_engine_report_markers_and_default_policy(pages: FixtureServer) ->
     ],
     ids=["strip", "annotate", "block"],
 )
-def test_query_engine_policies(pages: FixtureServer, policy: Policy, expected: str) -> None:
+def test_query_engine_policies(pages: LoopbackSite, policy: Policy, expected: str) -> None:
     inner = FixedEngine(answer=ANSWER, nodes=source_nodes(pages))
     guard = CitationGuardQueryEngine(inner, fixture_verifier(), policy=policy)
     response = guard.query("water?")
@@ -373,7 +376,7 @@ def test_query_engine_policies(pages: FixtureServer, policy: Policy, expected: s
     assert response.metadata["citation_report"].overall == C
 
 
-def test_query_engine_html_badges(pages: FixtureServer) -> None:
+def test_query_engine_html_badges(pages: LoopbackSite) -> None:
     guard = CitationGuardQueryEngine(
         FixedEngine(answer=ANSWER, nodes=source_nodes(pages)), fixture_verifier(), fmt="html"
     )
@@ -381,7 +384,7 @@ def test_query_engine_html_badges(pages: FixtureServer) -> None:
     assert '[1] <span class="citation-verdict citation-verdict--contradicted" title="' in text
 
 
-def test_query_engine_raise_on_block(pages: FixtureServer) -> None:
+def test_query_engine_raise_on_block(pages: LoopbackSite) -> None:
     inner = FixedEngine(answer=ANSWER, nodes=source_nodes(pages))
     guard = CitationGuardQueryEngine(inner, fixture_verifier(), policy=Policy.strict(), raise_on_block=True)
     with pytest.raises(CitationBlocked) as info:
@@ -392,9 +395,9 @@ def test_query_engine_raise_on_block(pages: FixtureServer) -> None:
         CitationGuardQueryEngine(inner, fixture_verifier(), policy=Policy.strict(raise_on_block=True)).query("q")
 
 
-async def test_query_engine_aquery(pages: FixtureServer) -> None:
+async def test_query_engine_aquery(pages: LoopbackSite) -> None:
     guard = CitationGuardQueryEngine(FixedEngine(answer=ANSWER, nodes=source_nodes(pages)), fixture_verifier())
-    with counting(pages) as hits:
+    with pages.counting() as hits:
         response = await guard.aquery("water?")
     assert hits == {"/boiling": 1, "/gone-404": 1}
     assert isinstance(response, Response) and response.response == GUARDED_DEFAULT
@@ -404,7 +407,7 @@ async def test_query_engine_aquery(pages: FixtureServer) -> None:
     assert guard.query("water?").response == GUARDED_DEFAULT
 
 
-def test_streaming_is_guarded_as_it_streams(pages: FixtureServer) -> None:
+def test_streaming_is_guarded_as_it_streams(pages: LoopbackSite) -> None:
     gate = threading.Event()
     inner = FixedEngine(
         answer=ANSWER, nodes=source_nodes(pages), mode="stream", gate_after=len(ANSWER) // 2, gate=gate, consumed=[]
@@ -430,7 +433,7 @@ def test_streaming_is_guarded_as_it_streams(pages: FixtureServer) -> None:
     assert response.metadata["citation_blocked"] is False
 
 
-async def test_async_streaming_is_guarded_as_it_streams(pages: FixtureServer) -> None:
+async def test_async_streaming_is_guarded_as_it_streams(pages: LoopbackSite) -> None:
     gate = asyncio.Event()
     inner = FixedEngine(
         answer=ANSWER, nodes=source_nodes(pages), mode="astream", gate_after=len(ANSWER) // 2, gate=gate, consumed=[]
@@ -456,7 +459,7 @@ async def test_async_streaming_is_guarded_as_it_streams(pages: FixtureServer) ->
     assert report_of(sync_stream) is not None
 
 
-def test_streaming_block_stops_the_stream(pages: FixtureServer) -> None:
+def test_streaming_block_stops_the_stream(pages: LoopbackSite) -> None:
     inner = FixedEngine(answer=ANSWER, nodes=source_nodes(pages), mode="stream", consumed=[])
     guard = CitationGuardQueryEngine(inner, fixture_verifier(), policy=Policy.strict())
     response = guard.query("water?")
@@ -477,7 +480,7 @@ def test_streaming_block_stops_the_stream(pages: FixtureServer) -> None:
     assert info.value.report.overall == C
 
 
-def test_citation_query_engine_end_to_end(pages: FixtureServer, li_settings: None) -> None:
+def test_citation_query_engine_end_to_end(pages: LoopbackSite, li_settings: None) -> None:
     """The realistic path: VectorStoreIndex -> CitationQueryEngine (numbered "Source n:" chunks) ->
     an LLM that cites them with [n] -> the guard, with the postprocessor in the retrieval step."""
     index = VectorStoreIndex.from_documents(documents(pages))
@@ -508,7 +511,7 @@ def test_citation_query_engine_end_to_end(pages: FixtureServer, li_settings: Non
         assert "❌ contradicted" in text and "⛔ dead link" in text and "⚠️ unverified" in text
 
 
-def test_prompts_callbacks_and_bad_input(pages: FixtureServer, li_settings: None) -> None:
+def test_prompts_callbacks_and_bad_input(pages: LoopbackSite, li_settings: None) -> None:
     index = VectorStoreIndex.from_documents(documents(pages)[:2])
     engine = CitationQueryEngine.from_args(index)
     guard = CitationGuardQueryEngine(engine, fixture_verifier())
@@ -563,14 +566,14 @@ def test_a_query_engine_repairs_from_its_own_source_nodes(li_settings: None) -> 
     assert str(plain).count("⚠️ unverified") == 2
 
 
-def test_the_engine_it_builds_honours_archived_copies(pages: FixtureServer) -> None:
+def test_the_engine_it_builds_honours_archived_copies(pages: LoopbackSite) -> None:
     dead = pages.url("/gone-404")
     nodes = [NodeWithScore(node=TextNode(text=PURE, metadata={"url": dead}), score=1.0)]
     inner = FixedEngine(answer=f"{PURE[:-1]} [1].", nodes=nodes)
-    with FakeWayback() as wayback:
+    with WaybackSite() as wayback:
         wayback.archive(dead, pages.routes["/boiling"].body)  # type: ignore[arg-type]
         settings = GuardrailSettings(archive="wayback", wayback_url=wayback.base, allow_private_hosts=True)
-        guard = CitationGuardQueryEngine(inner, settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
+        guard = CitationGuardQueryEngine(inner, guard_settings=settings, judge=OverlapJudge(), embedder=HashEmbedder())
         report = report_of(guard.query("q?"))
         assert report is not None
         verdict = report.claims[0].verdicts[0]

@@ -20,15 +20,16 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from guardrail import Label, RetryPolicy, Settings, Verifier
 from guardrail.apps.demo import LoopbackSite, demo_routes, site_fetcher
 from guardrail.judges.prompt import SYSTEM_PROMPT
+from guardrail.testing import HashEmbedder
+from integrations.seed_examples import JUDGE_SEEDS, SEED_QUOTE_100, SEED_QUOTE_120
+from integrations.seed_examples import verdict_json as verdict
 from llama_index.postprocessor.citation_guardrail import (
     CitationGuardPostprocessor,
     CitationGuardQueryEngine,
     LlamaIndexEmbedder,
     LlamaIndexJudge,
 )
-from tests.fakes import JUDGE_SEEDS, SEED_QUOTE_100, SEED_QUOTE_120, HashEmbedder
-from tests.fakes import verdict_json as verdict
-from tests.fixtures.llamaindex import ScriptedLLM
+from llama_index.postprocessor.citation_guardrail.testing import ScriptedLLM
 
 FAST = RetryPolicy(attempts=2, attempt_timeout=5.0, backoff=0.01, max_backoff=0.02)
 QUOTE_100, QUOTE_120 = SEED_QUOTE_100, SEED_QUOTE_120
@@ -80,7 +81,7 @@ def test_a_llamaindex_embed_model_as_the_embedder(site: LoopbackSite) -> None:
     vectors = embedder.embed(["a", "b"])
     assert vectors.shape == (2, 8) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
     post = CitationGuardPostprocessor(
-        settings=Settings(allow_private_hosts=True),
+        guard_settings=Settings(allow_private_hosts=True),
         judge=LlamaIndexJudge(ScriptedLLM([verdict("supported", QUOTE_100)])),
         embedder=embedder,
     )

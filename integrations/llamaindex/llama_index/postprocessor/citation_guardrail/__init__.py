@@ -7,12 +7,16 @@
   and verifies the citations of its answer (``[n]`` markers resolved to the response's source
   nodes), streaming included.
 * :class:`CitationGuardChatEngine` - the same for chat engines (``index.as_chat_engine()``).
+* :class:`CitationVerdictEvent` and :class:`CitationReportEvent` - what the guards emit through
+  ``llama_index.core.instrumentation`` (a span per guard call).
 * :class:`LlamaIndexJudge` and :class:`LlamaIndexEmbedder` - your LLM and embedding model as the
   guard's judge and embedder.
 """
 
 from __future__ import annotations
 
+from llama_index.postprocessor.citation_guardrail._events import CitationReportEvent, CitationVerdictEvent
+from llama_index.postprocessor.citation_guardrail._guard import GuardOptions
 from llama_index.postprocessor.citation_guardrail.chat_engine import (
     CitationGuardChatEngine,
     GuardedStreamingChatResponse,
@@ -33,6 +37,9 @@ __all__ = [
     "CitationGuardChatEngine",
     "CitationGuardPostprocessor",
     "CitationGuardQueryEngine",
+    "CitationReportEvent",
+    "CitationVerdictEvent",
+    "GuardOptions",
     "GuardedStreamingChatResponse",
     "LlamaIndexEmbedder",
     "LlamaIndexJudge",

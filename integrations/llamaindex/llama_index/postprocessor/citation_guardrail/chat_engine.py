@@ -13,13 +13,15 @@ from llama_index.core.chat_engine.types import (
     BaseChatEngine,
     StreamingAgentChatResponse,
 )
+from typing_extensions import Unpack
 
-from guardrail import AnswerStream, Embedder, GuardedAnswer, Judge, OutputFormat, Policy, Settings, Verifier
+from guardrail import AnswerStream, GuardedAnswer, Verifier
 from llama_index.postprocessor.citation_guardrail._guard import (
     BLOCKED_KEY,
     REPORT_KEY,
     AnswerGuard,
-    VerifierSource,
+    GuardedEngine,
+    GuardOptions,
     aguarded_pieces,
     guarded_pieces,
 )
@@ -39,7 +41,7 @@ def _chat_response(text: str, delta: str) -> ChatResponse:
     return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta)
 
 
-class CitationGuardChatEngine(BaseChatEngine):
+class CitationGuardChatEngine(GuardedEngine, BaseChatEngine):
     """Wraps any chat engine (``index.as_chat_engine(...)``, ``ContextChatEngine``,
     ``CondensePlusContextChatEngine``...): verifies the citations of each answer against the
     response's ``source_nodes`` (``[n]`` is ``source_nodes[n - 1]``; a node's page is fetched
@@ -55,39 +57,25 @@ class CitationGuardChatEngine(BaseChatEngine):
     * block: the policy's block message (a stream ends with it), or
       :class:`~guardrail.CitationBlocked` with ``raise_on_block``.
 
+    The options (:class:`GuardOptions`), the span and the events are the query engine guard's
+    (:class:`~llama_index.postprocessor.citation_guardrail.CitationGuardQueryEngine`).
+
     The wrapped engine keeps its own memory: the history holds the answer as the model wrote it.
     ``reset()`` and ``chat_history`` are the wrapped engine's.
     """
 
     def __init__(
-        self,
-        chat_engine: BaseChatEngine,
-        verifier: Verifier | None = None,
-        *,
-        policy: Policy | None = None,
-        fmt: OutputFormat = "markdown",
-        url_key: str | None = None,
-        cite_unmarked: bool | None = None,
-        raise_on_block: bool | None = None,
-        settings: Settings | None = None,
-        judge: Judge | None = None,
-        embedder: Embedder | None = None,
+        self, chat_engine: BaseChatEngine, verifier: Verifier | None = None, **options: Unpack[GuardOptions]
     ) -> None:
         if not isinstance(chat_engine, BaseChatEngine):
             raise TypeError(f"chat_engine must be a LlamaIndex BaseChatEngine, not {type(chat_engine).__name__}")
         self._chat_engine = chat_engine
-        self._verifiers = VerifierSource(verifier, settings=settings, judge=judge, embedder=embedder)
-        self._guard = AnswerGuard(self._verifiers, policy, fmt, url_key, cite_unmarked, raise_on_block)
+        self._set_guard(verifier, options)
 
     @property
     def chat_engine(self) -> BaseChatEngine:
         """The wrapped chat engine."""
         return self._chat_engine
-
-    @property
-    def verifier(self) -> Verifier:
-        """The verifier in use (built on first use when none was given)."""
-        return self._verifiers.get()
 
     @property
     def chat_history(self) -> list[ChatMessage]:
@@ -137,7 +125,7 @@ class CitationGuardChatEngine(BaseChatEngine):
                     text += delta
                     yield _chat_response(text, delta)
             finally:
-                _record(guarded, stream)
+                _record(guarded, stream, self._guard)
 
         guarded.chat_stream = chats()
         return guarded
@@ -153,7 +141,7 @@ class CitationGuardChatEngine(BaseChatEngine):
                     text += delta
                     yield _chat_response(text, delta)
             finally:
-                _record(guarded, stream)
+                _record(guarded, stream, self._guard)
 
         guarded.achat_stream = chats()
         return guarded
@@ -166,8 +154,8 @@ def _streaming_response(response: StreamingAgentChatResponse) -> GuardedStreamin
     )
 
 
-def _record(response: GuardedStreamingChatResponse, stream: AnswerStream) -> None:
-    response.metadata[REPORT_KEY] = stream.report()
+def _record(response: GuardedStreamingChatResponse, stream: AnswerStream, guard: AnswerGuard) -> None:
+    response.metadata[REPORT_KEY] = guard.finished(stream)
     response.metadata[BLOCKED_KEY] = stream.blocked
 
 

@@ -13,7 +13,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from guardrail import Action, Embedder, Judge, Label, PageMemo, Policy, Settings, TextReport, VerdictKind, Verifier
 from guardrail.bridges import run_sync
-from llama_index.postprocessor.citation_guardrail._guard import VerifierSource
+from llama_index.postprocessor.citation_guardrail._events import dispatcher, emit_texts
+from llama_index.postprocessor.citation_guardrail._guard import VerifierSource, verifier_source
 from llama_index.postprocessor.citation_guardrail._nodes import node_text, node_url
 
 log = logging.getLogger("guardrail.llamaindex")
@@ -67,6 +68,12 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
     policy would strip or block (``Policy()``: unreachable; ``Policy.strict()``: unreachable and
     contradicted). **Nodes whose metadata names no URL pass through untouched** (same object, no
     verdict keys): there is no page to re-check.
+
+    The verifier is ``verifier`` when given, else one built on first use from ``guard_settings``
+    (a :class:`guardrail.Settings`; default the environment; ``settings=`` is its deprecated name,
+    which shadowed ``llama_index.core.Settings``) with ``judge`` and ``embedder`` when given. Each
+    call is a span of LlamaIndex's instrumentation, with a :class:`CitationVerdictEvent` per
+    checked node and a :class:`CitationReportEvent` with the counts.
     """
 
     url_key: str | None = Field(
@@ -86,6 +93,7 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
         verifier: Verifier | None = None,
         policy: Policy | None = None,
         *,
+        guard_settings: Settings | None = None,
         settings: Settings | None = None,
         judge: Judge | None = None,
         embedder: Embedder | None = None,
@@ -96,8 +104,10 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
                 raise ValueError("give drop_labels or policy, not both")
             # A retrieved node has no citation to strip: what a policy strips or blocks, the node loses.
             data["drop_labels"] = [label for label in Label if {Action.strip, Action.block} & policy.actions_for(label)]
+        options = {"guard_settings": guard_settings, "settings": settings, "judge": judge, "embedder": embedder}
+        verifiers = verifier_source(type(self).__name__, verifier, options)
         super().__init__(**data)
-        self._verifiers = VerifierSource(verifier, settings=settings, judge=judge, embedder=embedder)
+        self._verifiers = verifiers
 
     @field_validator("drop_labels", mode="before")
     @classmethod
@@ -116,8 +126,8 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
 
     @property
     def verifier(self) -> Verifier:
-        """The verifier in use (built on first use when none was given: from ``settings``, default
-        the environment, with ``judge`` and ``embedder`` when given)."""
+        """The verifier in use (built on first use when none was given: from ``guard_settings``,
+        default the environment, with ``judge`` and ``embedder`` when given)."""
         return self._verifiers.get()
 
     def _postprocess_nodes(
@@ -130,6 +140,7 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         return await self._check(nodes)
 
+    @dispatcher.span
     async def _check(self, nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
         items: list[tuple[str, str]] = []
         position: dict[int, int] = {}  # node index -> item index
@@ -143,6 +154,7 @@ class CitationGuardPostprocessor(BaseNodePostprocessor):
         reports = await self.verifier.averify_texts(
             items, memo=PageMemo(), min_supported=self.min_supported, max_sentences=self.max_sentences
         )
+        emit_texts([text for text, _ in items], reports)
         checked_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         unchecked = [r for r in reports if r.kind == VerdictKind.could_not_check]
         if unchecked and 2 * len(unchecked) > len(reports):

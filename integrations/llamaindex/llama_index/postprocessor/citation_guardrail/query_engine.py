@@ -17,13 +17,14 @@ from llama_index.core.base.response.schema import (
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from typing_extensions import Unpack
 
-from guardrail import AnswerReport, Embedder, GuardedAnswer, Judge, OutputFormat, Policy, Settings, Verifier
+from guardrail import AnswerReport, GuardedAnswer, Verifier
 from llama_index.postprocessor.citation_guardrail._guard import (
     BLOCKED_KEY,
     REPORT_KEY,
-    AnswerGuard,
-    VerifierSource,
+    GuardedEngine,
+    GuardOptions,
     aguarded_pieces,
     guarded_pieces,
 )
@@ -31,7 +32,7 @@ from llama_index.postprocessor.citation_guardrail._guard import (
 __all__ = ["BLOCKED_KEY", "REPORT_KEY", "CitationGuardQueryEngine", "report_of"]
 
 
-class CitationGuardQueryEngine(BaseQueryEngine):
+class CitationGuardQueryEngine(GuardedEngine, BaseQueryEngine):
     """Wraps any query engine: verifies the citations of its answer, applies the policy, and
     returns the same kind of response with the guarded text.
 
@@ -53,6 +54,13 @@ class CitationGuardQueryEngine(BaseQueryEngine):
       policy) is set - for a stream, while it is being read.
     * ``PydanticResponse`` (structured output) has no text to guard: ``TypeError``.
 
+    Options (:class:`GuardOptions`): ``policy``, ``fmt`` (markdown or html badges), ``url_key``,
+    ``cite_unmarked``, ``raise_on_block``, and, when no ``verifier`` is given, ``guard_settings``
+    (a :class:`guardrail.Settings`; ``settings=`` is its deprecated name), ``judge`` and
+    ``embedder`` for the one built on first use. Each check is a span of LlamaIndex's
+    instrumentation with a :class:`CitationVerdictEvent` per verdict and a
+    :class:`CitationReportEvent` (for a stream: when it ends).
+
     ``get_prompts()``/``update_prompts()`` show and change the wrapped engine's prompts under the
     same keys, and its callback manager is used unless one is given.
     """
@@ -62,37 +70,19 @@ class CitationGuardQueryEngine(BaseQueryEngine):
         query_engine: BaseQueryEngine,
         verifier: Verifier | None = None,
         *,
-        policy: Policy | None = None,
-        fmt: OutputFormat = "markdown",
-        url_key: str | None = None,
-        cite_unmarked: bool | None = None,
-        raise_on_block: bool | None = None,
         callback_manager: CallbackManager | None = None,
-        settings: Settings | None = None,
-        judge: Judge | None = None,
-        embedder: Embedder | None = None,
+        **options: Unpack[GuardOptions],
     ) -> None:
         if not isinstance(query_engine, BaseQueryEngine):
             raise TypeError(f"query_engine must be a LlamaIndex BaseQueryEngine, not {type(query_engine).__name__}")
         self._query_engine = query_engine
-        self._verifiers = VerifierSource(verifier, settings=settings, judge=judge, embedder=embedder)
-        self._guard = AnswerGuard(self._verifiers, policy, fmt, url_key, cite_unmarked, raise_on_block)
+        self._set_guard(verifier, options)
         super().__init__(callback_manager=callback_manager or getattr(query_engine, "callback_manager", None))
 
     @property
     def query_engine(self) -> BaseQueryEngine:
         """The wrapped query engine."""
         return self._query_engine
-
-    @property
-    def verifier(self) -> Verifier:
-        """The verifier in use (built on first use when none was given)."""
-        return self._verifiers.get()
-
-    @property
-    def policy(self) -> Policy:
-        """The policy applied to the answer."""
-        return self._guard.policy
 
     # The guard adds no prompts; it shows the wrapped engine's under the same keys, so that code
     # tuning prompts works unchanged (LlamaIndex's update_prompts resolves one "module:" level only).
@@ -163,7 +153,7 @@ class CitationGuardQueryEngine(BaseQueryEngine):
         stream = self._guard.stream(response.source_nodes)
 
         def record() -> None:
-            metadata[REPORT_KEY] = stream.report()
+            metadata[REPORT_KEY] = self._guard.finished(stream)
             metadata[BLOCKED_KEY] = stream.blocked
 
         if isinstance(response, StreamingResponse):
