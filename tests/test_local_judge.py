@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
-from guardrail.judges import checks, judge_from_settings
+from guardrail.judges import checks
 from guardrail.judges.candidates import build_candidates
 from guardrail.judges.decision import DecisionModel, load_decision
 from guardrail.judges.features import REQUEST_FEATURES, UNIT_FEATURES, units_of
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
+from guardrail.runtime import build_judge
 from tests.fakes import HashEmbedder
 from tests.fixtures.pages import BOILING, TITANIC, UNRELATED
 
@@ -472,7 +473,7 @@ async def test_one_call_judges_many_requests_in_order(judge: LocalJudge) -> None
 
 
 def test_default_judge_is_local() -> None:
-    judge = judge_from_settings(Settings())
+    judge = build_judge(Settings())
     assert isinstance(judge, LocalJudge)
     assert judge.name == "local"
 
