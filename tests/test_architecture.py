@@ -49,7 +49,7 @@ BUILT_IN_ROOT = STAGE_CLASSES | {"Verifier"}
 integrations and ``check_grounding`` get theirs from ``build_verifier``; ``Verifier(...)`` is the
 users' shorthand for it)."""
 
-CONSTRUCTORS = frozenset({"from_settings", "for_ollama"})
+CONSTRUCTORS = frozenset({"from_settings", "for_ollama", "configured"})
 """Class methods that build a stage from the settings: calling one builds the stage too."""
 
 CORE_THIRD_PARTY = frozenset({"pydantic", "markdown_it", "linkify_it", "sentencex"})
