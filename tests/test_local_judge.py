@@ -61,6 +61,13 @@ def test_sentences_are_exact_substrings_and_respect_abbreviations() -> None:
         assert text[s:e] in text
 
 
+def test_training_drops_the_judges_stop_words() -> None:
+    from training import train
+
+    assert train.STOPWORDS is checks.STOPWORDS  # one list: the words the judge skips are those training skips
+    assert train._content("The river is about as long as we said") == {"river", "long", "said"}
+
+
 def test_quantities_units_scales_and_years() -> None:
     found = checks.quantities("It grossed $1.84 billion in 1997 and water boils at 100 degrees Celsius; 12% rose.")
     by_unit = {q.unit: q.value for q in found}
