@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
+from guardrail.core.extract import split_sentences
 from guardrail.judges import checks
 from guardrail.judges.candidates import build_candidates
 from guardrail.judges.decision import DecisionModel, load_decision
@@ -59,6 +60,14 @@ def test_sentences_are_exact_substrings_and_respect_abbreviations() -> None:
     ]
     for s, e in spans:
         assert text[s:e] in text
+
+
+def test_the_judge_splits_sentences_as_the_core_does() -> None:
+    text = "It was approx. 20 km long. In vol. 3 Ms. Smith wrote it.\nthe line ends a sentence"
+    expected = ["It was approx. 20 km long.", "In vol. 3 Ms. Smith wrote it.", "the line ends a sentence"]
+    assert [text[s:e] for s, e in checks.sentence_spans(text)] == expected
+    assert split_sentences(text.replace("\n", "\n\n")) == expected  # the core: a blank line ends one
+    assert split_sentences("It was approx. 20 km long.") == ["It was approx. 20 km long."]
 
 
 def test_training_drops_the_judges_stop_words() -> None:
