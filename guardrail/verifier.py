@@ -324,9 +324,9 @@ class Verifier:
     @property
     def judge(self) -> Judge | None:
         """The judge in use (built on first use when the wiring deferred it); None when none is available."""
-        if not self._judge_resolved:
-            assert self.stages.build_judge is not None
-            self._judge = self.stages.build_judge()
+        build = self.stages.build_judge
+        if not self._judge_resolved and build is not None:
+            self._judge = build()
             self._judge_resolved = True
         return self._judge
 
