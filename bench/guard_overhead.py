@@ -479,7 +479,7 @@ def set_up(args: argparse.Namespace, site: LoopbackSite, tmp: Path) -> Bench:
     fetcher = FetchOnce(site_fetcher(site, settings), store=PageCache(tmp / "pages.sqlite"))
     raw_judge, judge_desc = pick_judge(args, tmp)
     judge = TimedJudge(raw_judge) if raw_judge is not None else None
-    # As Verifier's default (guardrail.retrieval.shared_embedder): MiniLM behind an LRU of vectors,
+    # As Verifier's default (guardrail.runtime.build_embedder): MiniLM behind an LRU of vectors,
     # so a warm page's passages are not embedded again; the timer sits outside the cache.
     embedder = TimedEmbedder(CachingEmbedder(MiniLMEmbedder(threads=args.threads)))
     print(f"judge: {judge_desc}", file=sys.stderr)

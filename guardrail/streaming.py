@@ -35,8 +35,8 @@ the stream stops, and its last piece is the policy's ``block_message`` (after a 
 text was emitted before it). With ``policy.raise_on_block`` the stream raises
 :class:`~guardrail.core.policy.CitationBlocked` instead, carrying :meth:`AnswerStream.report`.
 
-Sync code can use :func:`iterate_sync` (drive an async iterator from a worker thread) and
-:func:`aiter_from_sync` (feed a blocking iterator into async code).
+Sync code can use :func:`guardrail.bridges.iterate_sync` (drive an async iterator from a worker
+thread) and :func:`guardrail.bridges.aiter_from_sync` (feed a blocking iterator into async code).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
-from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -57,9 +56,6 @@ from guardrail.limits import check_text
 from guardrail.verifier import AnswerDate, Verifier
 
 __all__ = ["AnswerStream", "StreamPiece", "merge_reports"]
-
-
-T = TypeVar("T")
 
 
 class StreamPiece(BaseModel):
@@ -86,9 +82,9 @@ class AnswerStream:
     pieces that need them are released (a RAG stream whose context arrives first).
 
     ``concurrency`` is how many pieces are judged at once (0: no limit). Pages are always fetched
-    as soon as a piece is released; only judging queues, in order. By default (None) an
-    in-process judge (``name == "local"``, CPU-bound) judges one piece at a time, so the first
-    sentence is not slowed down by the ones after it; remote judges (I/O-bound) get no limit.
+    as soon as a piece is released; only judging queues, in order. By default (None) a judge
+    running on this machine (``cpu_bound``, as the embedded one) judges one piece at a time, so the
+    first sentence is not slowed down by the ones after it; remote judges (I/O-bound) get no limit.
 
     A repairing ``policy`` has each piece's failing claims checked against the other sources at
     hand (the ``sources``, the piece's own citations) and mends what it can; ``answer_date`` picks
@@ -274,8 +270,3 @@ def _block_text(emitted: str, message: str) -> str:
     if not emitted or emitted.endswith("\n\n"):
         return message
     return ("\n" if emitted.endswith("\n") else "\n\n") + message
-
-
-# --------------------------------------------------------------------------------------------
-# Bridges between sync and async iteration
-# --------------------------------------------------------------------------------------------

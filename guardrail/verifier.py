@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from datetime import time as time_of_day
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -47,15 +47,12 @@ from guardrail.core.schema import (
     verdict_kind,
 )
 from guardrail.core.text import normalize_text
-from guardrail.fetch import fetcher_from_settings
 from guardrail.fetch.base import Fetcher, PageStore
 from guardrail.fetch.once import FetchOnce, PageMemo, page_key
-from guardrail.judges import judge_from_settings
 from guardrail.judges.base import Judge
-from guardrail.judges.batching import BatchingJudge
 from guardrail.limits import check_count, check_size, check_text, check_texts
 from guardrail.observe import observed
-from guardrail.retrieval import Embedder, best_indices, shared_embedder, similarities
+from guardrail.retrieval import Embedder, best_indices, similarities
 from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail")
@@ -154,6 +151,60 @@ class DecisionRecord:
 
 Recorder = Callable[[DecisionRecord], None]
 
+
+@dataclass(frozen=True)
+class Stages:
+    """The built stages a :class:`Verifier` runs, as :func:`guardrail.runtime.wire_stages` builds
+    them: the fetcher behind its :class:`~guardrail.fetch.once.FetchOnce`, the embedder, the judge
+    (or, with ``build_judge``, how to build it on first use: loading a model takes seconds, and a
+    verifier that only meets dead links never needs one), and the archive of dead links."""
+
+    fetcher: FetchOnce
+    embedder: Embedder
+    judge: Judge | None = None
+    build_judge: Callable[[], Judge | None] | None = None
+    archive: Archive | None = None
+    batch_judge_calls: bool = False
+    """Whether the judge queues concurrent calls into one (it is then a
+    :class:`~guardrail.judges.batching.BatchingJudge`)."""
+
+
+class StageWiring(Protocol):
+    """How a :class:`Verifier` built from stage arguments (``Verifier(judge=...)``) gets its
+    :class:`Stages`: :func:`guardrail.runtime.wire_stages`, given what the caller passed (None:
+    the settings' stage)."""
+
+    def __call__(
+        self,
+        settings: Settings,
+        *,
+        fetcher: Fetcher | None,
+        embedder: Embedder | None,
+        judge: Judge | None,
+        page_store: PageStore | None,
+        batch_judge_calls: bool,
+        archive: Archive | None,
+    ) -> Stages: ...
+
+
+_WIRING: list[StageWiring] = []
+
+
+def install_wiring(wire: StageWiring) -> None:
+    """Have ``wire`` build the stages of every :class:`Verifier` constructed without ``stages``.
+
+    Called once, by :mod:`guardrail.runtime` as it is imported (``import guardrail`` imports it):
+    the runtime is the one place stages are built, and it imports this module to build verifiers,
+    so this module importing it back would close an import circle."""
+    _WIRING[:] = [wire]
+
+
+def _wiring() -> StageWiring:
+    if not _WIRING:
+        raise RuntimeError("no stage wiring installed: import guardrail.runtime (import guardrail does)")
+    return _WIRING[0]
+
+
 AnswerDate = datetime | date | None
 """When an answer was written: the archive's snapshot closest to it is used for a dead link (a
 date means its midnight UTC, a naive datetime UTC); None: now."""
@@ -193,16 +244,19 @@ def _title_of(evidence: Evidence, pages: dict[str, FetchedPage]) -> str | None:
 class Verifier:
     """Checks claims against the pages they cite and returns evidence-backed verdicts.
 
-    Every stage can be swapped: pass a ``fetcher``, ``embedder`` or ``judge``; anything left out
-    is built from ``settings`` (default: the environment), the judge lazily on first use. The
-    fetcher always sits behind one :class:`~guardrail.fetch.once.FetchOnce` (each page fetched
-    once per answer and per in-flight fetch; ``page_store`` keeps pages between calls).
-    ``batch_judge_calls`` queues concurrent judge calls into one (a service). ``archive`` (off
-    unless given: :func:`guardrail.runtime.build_verifier` gives one for ``GUARDRAIL_ARCHIVE``) is
-    asked for a snapshot of each dead link, which is then fetched and judged in its place (see
-    :mod:`guardrail.archive`). Stores and other
-    resources handed to :meth:`on_close` are closed by :meth:`close`.
-    :func:`guardrail.runtime.build_verifier` is the usual way to build one with its stores.
+    The verifier builds no stage: it runs the :class:`Stages` it is given, which
+    :mod:`guardrail.runtime` (the composition root) builds. :func:`guardrail.runtime.build_verifier`
+    is the usual way to get one, with its stores. ``Verifier(...)`` is its shorthand without
+    stores: every stage can be swapped (pass a ``fetcher``, ``embedder`` or ``judge``), and the
+    runtime builds anything left out from ``settings`` (default: the environment), the judge on
+    first use. The fetcher always sits behind one :class:`~guardrail.fetch.once.FetchOnce` (each
+    page fetched once per answer and per in-flight fetch; ``page_store`` keeps pages between
+    calls). ``batch_judge_calls`` queues concurrent judge calls into one (a service). ``archive``
+    (off unless given: :func:`guardrail.runtime.build_verifier` gives one for
+    ``GUARDRAIL_ARCHIVE``) is asked for a snapshot of each dead link, which is then fetched and
+    judged in its place (see :mod:`guardrail.archive`). ``stages`` (built by
+    :func:`guardrail.runtime.wire_stages`) replaces all of those. Stores and other resources handed
+    to :meth:`on_close` are closed by :meth:`close`.
 
     Every entry point checks its input against the settings' work limits before any work
     (:mod:`guardrail.limits`: :class:`~guardrail.limits.RequestLimitError` above one, ``ValueError``
@@ -230,6 +284,7 @@ class Verifier:
         page_store: PageStore | None = None,
         batch_judge_calls: bool = False,
         archive: Archive | None = None,
+        stages: Stages | None = None,
     ) -> None:
         settings = settings or Settings.from_env()
         if allow_private_hosts is not None:
@@ -239,30 +294,39 @@ class Verifier:
                 raise ValueError("top_k must be at least 1")
             settings = settings.model_copy(update={"top_k": top_k})
         self.settings = settings
-        inner = fetcher or fetcher_from_settings(settings)
-        if isinstance(inner, FetchOnce):
-            if page_store is not None:
-                raise ValueError("give the page store to the FetchOnce you pass, not to the Verifier too")
-            self.fetcher = inner
-        else:
-            self.fetcher = FetchOnce(inner, store=page_store)
-        self.embedder: Embedder = embedder or shared_embedder()
-        if judge is not None:
-            _check_judge(judge)
-        self.batch_judge_calls = batch_judge_calls
-        self._judge = BatchingJudge(judge) if judge is not None and batch_judge_calls else judge
-        self._judge_resolved = judge is not None
+        if stages is None:
+            stages = _wiring()(
+                settings,
+                fetcher=fetcher,
+                embedder=embedder,
+                judge=judge,
+                page_store=page_store,
+                batch_judge_calls=batch_judge_calls,
+                archive=archive,
+            )
+        elif batch_judge_calls or any(s is not None for s in (fetcher, embedder, judge, page_store, archive)):
+            raise ValueError("pass either built stages or the stages to build (fetcher=..., judge=...), not both")
+        self.stages = stages
+        self.fetcher = stages.fetcher
+        self.embedder = stages.embedder
+        self.archive = stages.archive
+        self._judge = stages.judge
+        self._judge_resolved = stages.build_judge is None
         self.recorders = list(recorders)
-        self.archive = archive
         self._closers: list[Callable[[], None]] = []
         self._cpu = CpuGate()
 
     @property
+    def batch_judge_calls(self) -> bool:
+        """Whether concurrent judge calls are queued into one (:class:`Stages.batch_judge_calls`)."""
+        return self.stages.batch_judge_calls
+
+    @property
     def judge(self) -> Judge | None:
-        """The judge in use (built lazily from settings); None when none is available."""
-        if not self._judge_resolved:
-            judge = judge_from_settings(self.settings)
-            self._judge = BatchingJudge(judge) if judge is not None and self.batch_judge_calls else judge
+        """The judge in use (built on first use when the wiring deferred it); None when none is available."""
+        build = self.stages.build_judge
+        if not self._judge_resolved and build is not None:
+            self._judge = build()
             self._judge_resolved = True
         return self._judge
 
@@ -1266,14 +1330,3 @@ def _page_verdict(page: FetchedPage, label: Label, reason: str, detail: str | No
         reason=reason,
         detail=detail if detail is not None else page.detail,
     )
-
-
-def _check_judge(judge: object) -> None:
-    """TypeError naming what a judge lacks of the :class:`Judge` protocol, at construction rather
-    than halfway through a verification."""
-    missing = [name for name in ("name", "model", "cpu_bound", "load", "judge") if not hasattr(judge, name)]
-    if missing:
-        raise TypeError(
-            f"{type(judge).__name__} is not a Judge: it lacks {', '.join(missing)} "
-            "(see guardrail.judges.base.Judge; cpu_bound=False for a remote model, True for one on this machine)"
-        )

@@ -216,12 +216,13 @@ class TestCachingEmbedder:
 
     def test_verifiers_built_without_an_embedder_share_one_cache(self) -> None:
         from guardrail import Verifier
-        from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder, shared_embedder
+        from guardrail.retrieval import CachingEmbedder, MiniLMEmbedder
+        from guardrail.runtime import build_embedder
         from guardrail.testing import HashEmbedder
 
         settings = Settings()
         first, second = Verifier(settings=settings), Verifier(settings=settings)
-        assert first.embedder is second.embedder is shared_embedder()
+        assert first.embedder is second.embedder is build_embedder()
         assert isinstance(first.embedder, CachingEmbedder) and isinstance(first.embedder.inner, MiniLMEmbedder)
         own = HashEmbedder()
         assert Verifier(settings=settings, embedder=own).embedder is own

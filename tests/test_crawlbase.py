@@ -12,8 +12,8 @@ from pydantic import SecretStr
 
 from guardrail.core.interpret import interpret
 from guardrail.core.schema import FetchedPage, Label, Reason
-from guardrail.fetch import fetcher_from_settings
 from guardrail.fetch.crawlbase import CrawlbaseError, CrawlbaseFetcher, read_stored, redact
+from guardrail.runtime import build_fetcher
 from guardrail.settings import ConfigurationError, Settings
 from tests.fixtures import bombs
 from tests.fixtures.crawlbase_server import JS_TOKEN, NORMAL_TOKEN, FakeCrawlbase, FakeTarget
@@ -398,9 +398,9 @@ async def test_a_compressed_bomb_through_the_api_is_stopped_at_the_cap(
 # -- settings ------------------------------------------------------------------------------------
 
 
-def test_fetcher_from_settings_prefers_crawlbase_when_a_token_is_set(api: FakeCrawlbase) -> None:
+def test_build_fetcher_prefers_crawlbase_when_a_token_is_set(api: FakeCrawlbase) -> None:
     env = {"CRAWLBASE_TOKEN": NORMAL_TOKEN, "CRAWLBASE_JS_TOKEN": JS_TOKEN, "CRAWLBASE_API_URL": api.api_url}
-    fetcher = fetcher_from_settings(Settings.from_env(env))
+    fetcher = build_fetcher(Settings.from_env(env))
     assert isinstance(fetcher, CrawlbaseFetcher)
     assert fetcher.api_url == api.api_url and fetcher.has_js_token
     # Crawlbase's advice (90 s per call, unless GUARDRAIL_FETCH_TIMEOUT is set), with the page's calls
@@ -410,7 +410,7 @@ def test_fetcher_from_settings_prefers_crawlbase_when_a_token_is_set(api: FakeCr
     assert roomy.timeout == 90.0 and roomy.page_budget == 180.0
     explicit = CrawlbaseFetcher.from_settings(Settings.from_env({**env, "GUARDRAIL_FETCH_TIMEOUT": "20"}))
     assert explicit.timeout == 20.0
-    assert fetcher_from_settings(Settings.from_env({})).name == "direct"
+    assert build_fetcher(Settings.from_env({})).name == "direct"
     with pytest.raises(ConfigurationError, match="CRAWLBASE_TOKEN"):
         CrawlbaseFetcher.from_settings(Settings())
     with pytest.raises(ConfigurationError, match="CRAWLBASE_TOKEN"):

@@ -40,19 +40,19 @@ PROBE = textwrap.dedent(
 
     import guardrail
     from guardrail import Policy, Settings, Verifier, apply_policy, extract_claims
-    from guardrail.judges import judge_from_settings
+    from guardrail.runtime import build_judge
 
     out["extract"] = len(extract_claims("Water boils at 100 degrees Celsius [1].\\n\\n[1]: https://x.org/a").claims)
     out["policy"] = Policy.preset("strict").model_dump(mode="json")["contradicted"]
     attempt("build_verifier", lambda: guardrail.build_verifier())
     attempt("verifier_with_stages", lambda: type(Verifier(judge=None, embedder=guardrail.FunctionEmbedder(
         lambda texts: [[1.0, 0.0]] * len(texts), "two-d"))).__name__)
-    attempt("default_judge", lambda: judge_from_settings(Settings()))
-    attempt("required_judge", lambda: judge_from_settings(Settings(), required=True))
-    attempt("local_judge", lambda: judge_from_settings(Settings(judge="local")))
-    attempt("openai_judge", lambda: judge_from_settings(Settings(judge="openai", openai_api_key="k")))
-    attempt("ollama_judge", lambda: judge_from_settings(Settings(judge="ollama")))
-    attempt("anthropic_judge", lambda: judge_from_settings(Settings(judge="anthropic", anthropic_api_key="k")))
+    attempt("default_judge", lambda: build_judge(Settings()))
+    attempt("required_judge", lambda: build_judge(Settings(), required=True))
+    attempt("local_judge", lambda: build_judge(Settings(judge="local")))
+    attempt("openai_judge", lambda: build_judge(Settings(judge="openai", openai_api_key="k")))
+    attempt("ollama_judge", lambda: build_judge(Settings(judge="ollama")))
+    attempt("anthropic_judge", lambda: build_judge(Settings(judge="anthropic", anthropic_api_key="k")))
     attempt("import_openai_judge", lambda: __import__("guardrail.judges", fromlist=["OpenAIJudge"]).OpenAIJudge)
     attempt("embedder", lambda: __import__("guardrail.retrieval", fromlist=["x"]).MiniLMEmbedder())
     attempt("server", lambda: __import__("guardrail.apps.server"))

@@ -9,10 +9,10 @@ import pytest
 
 from guardrail import Settings, Verifier
 from guardrail.core.schema import JudgeVerdict, Label
-from guardrail.judges import judge_from_settings
 from guardrail.judges.anthropic import AnthropicJudge
 from guardrail.judges.prompt import SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
+from guardrail.runtime import build_judge
 from guardrail.settings import ConfigurationError
 from guardrail.testing import HashEmbedder
 from tests.fakes import CLAIM, FAST, GOOD_URL, QUOTE, REQUEST, judge_error, static_pages
@@ -150,7 +150,7 @@ def test_from_settings_needs_the_key() -> None:
     with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
         AnthropicJudge.from_settings(Settings())
     with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY") as info:
-        judge_from_settings(Settings.from_env({"GUARDRAIL_JUDGE": "anthropic", "ANTHROPIC_API_KEY": " "}))
+        build_judge(Settings.from_env({"GUARDRAIL_JUDGE": "anthropic", "ANTHROPIC_API_KEY": " "}))
     assert KEY not in str(info.value)
 
 
@@ -164,7 +164,7 @@ async def test_from_settings_reads_key_url_model_and_timeout(llm: FakeLLMServer)
             "GUARDRAIL_JUDGE_TIMEOUT": "5",
         }
     )
-    judge = judge_from_settings(settings)
+    judge = build_judge(settings)
     assert isinstance(judge, AnthropicJudge)
     assert (judge.name, judge.model, judge.retry.attempt_timeout) == ("anthropic", "claude-test", 5.0)
     llm.push(anthropic_verdict("not_found", ""))

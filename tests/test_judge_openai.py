@@ -15,10 +15,10 @@ import pytest
 
 from guardrail import Settings, Verifier
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Label
-from guardrail.judges import judge_from_settings
 from guardrail.judges.openai import RESPONSE_FORMAT, OpenAIJudge
 from guardrail.judges.prompt import SCHEMA_INSTRUCTION, SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
+from guardrail.runtime import build_judge
 from guardrail.settings import ConfigurationError
 from guardrail.testing import HashEmbedder
 from tests.fakes import (
@@ -261,7 +261,7 @@ def test_from_settings_needs_the_key() -> None:
     with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
         OpenAIJudge.from_settings(Settings())
     with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
-        judge_from_settings(Settings.from_env({"GUARDRAIL_JUDGE": "openai"}))
+        build_judge(Settings.from_env({"GUARDRAIL_JUDGE": "openai"}))
 
 
 async def test_from_settings_reads_key_url_model_and_timeout(llm: FakeLLMServer) -> None:
@@ -274,7 +274,7 @@ async def test_from_settings_reads_key_url_model_and_timeout(llm: FakeLLMServer)
             "GUARDRAIL_JUDGE_TIMEOUT": "7",
         }
     )
-    judge = judge_from_settings(settings)
+    judge = build_judge(settings)
     assert isinstance(judge, OpenAIJudge)
     assert judge.name == "openai" and judge.model == "my-model"
     assert judge.retry.attempt_timeout == 7.0
@@ -291,7 +291,7 @@ def test_default_model() -> None:
 
 async def test_ollama_judge_speaks_the_same_protocol(llm: FakeLLMServer) -> None:
     settings = Settings.from_env({"GUARDRAIL_JUDGE": "ollama", "OLLAMA_BASE_URL": llm.openai_base_url})
-    judge = judge_from_settings(settings)
+    judge = build_judge(settings)
     assert isinstance(judge, OpenAIJudge)
     assert judge.name == "ollama" and judge.model == "llama3.1"
     llm.push(openai_verdict("not_found", ""))

@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
-from guardrail.judges import checks, judge_from_settings
+from guardrail.core.extract import split_sentences
+from guardrail.judges import checks
 from guardrail.judges.candidates import build_candidates
 from guardrail.judges.decision import DecisionModel, load_decision
 from guardrail.judges.features import REQUEST_FEATURES, UNIT_FEATURES, units_of
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
+from guardrail.runtime import build_judge
 from guardrail.testing import HashEmbedder
 from tests.fixtures.pages import BOILING, TITANIC, UNRELATED
 
@@ -58,6 +60,21 @@ def test_sentences_are_exact_substrings_and_respect_abbreviations() -> None:
     ]
     for s, e in spans:
         assert text[s:e] in text
+
+
+def test_the_judge_splits_sentences_as_the_core_does() -> None:
+    text = "It was approx. 20 km long. In vol. 3 Ms. Smith wrote it.\nthe line ends a sentence"
+    expected = ["It was approx. 20 km long.", "In vol. 3 Ms. Smith wrote it.", "the line ends a sentence"]
+    assert [text[s:e] for s, e in checks.sentence_spans(text)] == expected
+    assert split_sentences(text.replace("\n", "\n\n")) == expected  # the core: a blank line ends one
+    assert split_sentences("It was approx. 20 km long.") == ["It was approx. 20 km long."]
+
+
+def test_training_drops_the_judges_stop_words() -> None:
+    from training import train
+
+    assert train.STOPWORDS is checks.STOPWORDS  # one list: the words the judge skips are those training skips
+    assert train._content("The river is about as long as we said") == {"river", "long", "said"}
 
 
 def test_quantities_units_scales_and_years() -> None:
@@ -472,7 +489,7 @@ async def test_one_call_judges_many_requests_in_order(judge: LocalJudge) -> None
 
 
 def test_default_judge_is_local() -> None:
-    judge = judge_from_settings(Settings())
+    judge = build_judge(Settings())
     assert isinstance(judge, LocalJudge)
     assert judge.name == "local"
 

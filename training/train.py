@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guardrail.judges.checks import STOPWORDS
+
 LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 """Fixed label order of the classifier head (id 0, 1, 2); written into the model config."""
 LABEL_ID = {name: i for i, name in enumerate(LABELS)}
@@ -95,53 +97,10 @@ def read_snli(path: Path, limit: int | None = None) -> list[Example]:
 
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = set(
-    [
-        "the",
-        "a",
-        "an",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "by",
-        "for",
-        "with",
-        "as",
-        "that",
-        "this",
-        "it",
-        "its",
-        "from",
-        "his",
-        "her",
-        "their",
-        "he",
-        "she",
-        "they",
-        "which",
-        "who",
-        "has",
-        "have",
-        "had",
-        "also",
-        "not",
-        "but",
-    ]
-)
 
 
 def _content(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
 
 
 def _overlap(claim: str, text: str) -> float:

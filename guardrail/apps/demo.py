@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from guardrail.core.schema import AnswerReport
 from guardrail.extras import install_command
 from guardrail.judges.base import Judge
-from guardrail.runtime import build_verifier
+from guardrail.runtime import build_direct_fetcher, build_verifier
 from guardrail.settings import Settings
 from guardrail.testing import LoopbackSite, Route
 from guardrail.verifier import Verifier
@@ -131,9 +131,7 @@ def demo_answer(site: LoopbackSite) -> str:
 def site_fetcher(site: LoopbackSite, settings: Settings) -> DirectFetcher:
     """A DirectFetcher configured from ``settings`` that lets ``site``'s own origin through the
     SSRF guard, and no other loopback or private address."""
-    from guardrail.fetch.direct import DirectFetcher
-
-    return DirectFetcher.from_settings(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
+    return build_direct_fetcher(settings, allowed_hosts=[f"127.0.0.1:{site.port}"])
 
 
 def demo_verifier(site: LoopbackSite, settings: Settings | None = None) -> Verifier:

@@ -1,19 +1,8 @@
-"""Fetching cited pages: the Fetcher protocol and its implementations."""
+"""Fetching cited pages: the Fetcher protocol and its implementations (built by
+:func:`guardrail.runtime.build_fetcher`)."""
 
 from __future__ import annotations
 
 from guardrail.fetch.base import Fetcher
-from guardrail.settings import Settings
 
-__all__ = ["Fetcher", "fetcher_from_settings"]
-
-
-def fetcher_from_settings(settings: Settings) -> Fetcher:
-    """Crawlbase when ``CRAWLBASE_TOKEN`` is set, else direct HTTP."""
-    if settings.crawlbase_token is not None:
-        from guardrail.fetch.crawlbase import CrawlbaseFetcher
-
-        return CrawlbaseFetcher.from_settings(settings)
-    from guardrail.fetch.direct import DirectFetcher
-
-    return DirectFetcher.from_settings(settings)
+__all__ = ["Fetcher"]

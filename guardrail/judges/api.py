@@ -11,13 +11,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import SecretStr
 
 from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.judges.retry import RetryPolicy, TransientJudgeError, error_for_status, judge_all
-from guardrail.settings import ConfigurationError
+from guardrail.settings import ConfigurationError, Settings
 
 
 class _Client(Protocol):
@@ -47,6 +47,9 @@ def sdk_errors(sdk: ModuleType, key_setting: str) -> Iterator[None]:
         raise TransientJudgeError("unreadable response") from None
 
 
+JudgeT = TypeVar("JudgeT", bound="ApiJudge[Any]")
+
+
 class ApiJudge(ABC, Generic[ClientT]):
     """A Judge calling a model API through its SDK: one attempt per request is the subclass's.
 
@@ -59,19 +62,28 @@ class ApiJudge(ABC, Generic[ClientT]):
 
     client_class: Callable[..., ClientT]
     """The SDK's async client (``openai.AsyncOpenAI``, ``anthropic.AsyncAnthropic``)."""
+    default_name: ClassVar[str]
+    """The judge's ``name`` unless one is given (``openai``, ``anthropic``)."""
+    default_key_setting: ClassVar[str]
+    """The variable holding the key (``OPENAI_API_KEY``), named by errors about it."""
 
     def __init__(
         self,
         model: str,
         *,
         api_key: str | SecretStr,
-        base_url: str | None,
-        name: str,
-        key_setting: str,
-        timeout: float,
-        retry: RetryPolicy | None,
-        concurrency: int,
+        base_url: str | None = None,
+        name: str | None = None,
+        key_setting: str | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        concurrency: int = 8,
     ) -> None:
+        """``model`` at ``base_url`` (None: the SDK's default) with ``api_key``; ``name`` and
+        ``key_setting`` default to the class's; ``timeout`` is each attempt's, under ``retry``
+        (default: 3 attempts), with at most ``concurrency`` calls in flight."""
+        name = name or self.default_name
+        key_setting = key_setting or self.default_key_setting
         secret = api_key if isinstance(api_key, SecretStr) else SecretStr(api_key)
         if not secret.get_secret_value().strip():
             raise ConfigurationError(f"{key_setting} is empty")
@@ -88,6 +100,21 @@ class ApiJudge(ABC, Generic[ClientT]):
         self._api_key = secret
 
     cpu_bound = False  # the model runs elsewhere: calls may overlap
+
+    @classmethod
+    def configured(
+        cls: type[JudgeT], settings: Settings, *, api_key: SecretStr | None, base_url: str | None, default_model: str
+    ) -> JudgeT:
+        """The judge of ``GUARDRAIL_JUDGE_MODEL`` (else ``default_model``) and
+        ``GUARDRAIL_JUDGE_TIMEOUT`` with ``api_key`` at ``base_url``: what each ``from_settings``
+        builds. ConfigurationError naming the key's variable when it is not set."""
+        if api_key is None or not api_key.get_secret_value().strip():
+            raise ConfigurationError(
+                f"GUARDRAIL_JUDGE={cls.default_name} needs {cls.default_key_setting}, which is not set"
+            )
+        return cls(
+            settings.judge_model or default_model, api_key=api_key, base_url=base_url, timeout=settings.judge_timeout
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r})"

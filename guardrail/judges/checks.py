@@ -18,90 +18,23 @@ from typing import Generic, TypeVar
 
 from breame.spelling import get_american_spelling
 
+from guardrail.core.extract.sentences import sentence_spans as core_sentence_spans
 from guardrail.judges.lexicon import are_antonyms
 
 # -- sentences ---------------------------------------------------------------
 
-_ABBREVIATIONS = {
-    "mr",
-    "mrs",
-    "ms",
-    "dr",
-    "prof",
-    "sr",
-    "jr",
-    "st",
-    "vs",
-    "etc",
-    "inc",
-    "ltd",
-    "co",
-    "corp",
-    "no",
-    "vol",
-    "fig",
-    "approx",
-    "e.g",
-    "i.e",
-    "u.s",
-    "u.k",
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "sept",
-    "oct",
-    "nov",
-    "dec",
-    "gen",
-    "gov",
-    "sen",
-    "rep",
-    "rev",
-    "mt",
-}
-_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(\s+)")
-_NEXT_START = re.compile(r"[\"'\u201c\u2018(\[]?[A-Z0-9\u00c0-\u024f]")
-
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Spans ``(start, end)`` of the sentences of ``text``: ``text[start:end]`` is each sentence,
-    stripped, so every sentence is an exact substring. Line breaks always end a sentence."""
+    stripped, so every sentence is an exact substring. Sentences are the package's one splitter's
+    (:func:`guardrail.core.extract.sentences.sentence_spans`), and a line break always ends one
+    here: a page's lines (list items, table rows, headings) are separate pieces of evidence."""
     spans: list[tuple[int, int]] = []
     pos = 0
     for line in text.splitlines(keepends=True):
-        _line_spans(text, pos, pos + len(line), spans)
+        spans.extend((pos + s, pos + e) for s, e in core_sentence_spans(line))
         pos += len(line)
     return spans
-
-
-def _line_spans(text: str, start: int, stop: int, out: list[tuple[int, int]]) -> None:
-    begin = start
-    for m in _END.finditer(text, start, stop):
-        end = m.start(1)
-        if not _NEXT_START.match(text, m.end()):
-            continue
-        word = re.search(r"([\w.]+)[.!?]+[\"'\u201d\u2019)\]]*$", text[begin:end])
-        if word and text[m.start()] == ".":
-            token = word.group(1).lower().rstrip(".")
-            if token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
-                continue
-        _push(text, begin, end, out)
-        begin = m.end()
-    _push(text, begin, stop, out)
-
-
-def _push(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start:
-        out.append((start, end))
 
 
 # -- words -------------------------------------------------------------------

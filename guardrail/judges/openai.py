@@ -16,7 +16,6 @@ import threading
 from typing import Any, Literal
 
 import openai
-from pydantic import SecretStr
 
 from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.judges.api import ApiJudge, sdk_errors
@@ -29,8 +28,8 @@ from guardrail.judges.prompt import (
     parse_verdict_text,
     render_user_message,
 )
-from guardrail.judges.retry import RetryPolicy, TransientJudgeError
-from guardrail.settings import ConfigurationError, Settings
+from guardrail.judges.retry import TransientJudgeError
+from guardrail.settings import Settings
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_OLLAMA_MODEL = "llama3.1"
@@ -95,30 +94,13 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
     """
 
     client_class = openai.AsyncOpenAI
+    default_name = "openai"
+    default_key_setting = "OPENAI_API_KEY"
 
-    def __init__(
-        self,
-        model: str = DEFAULT_OPENAI_MODEL,
-        *,
-        api_key: str | SecretStr,
-        base_url: str | None = None,
-        name: str = "openai",
-        key_setting: str = "OPENAI_API_KEY",
-        timeout: float = 60.0,
-        retry: RetryPolicy | None = None,
-        concurrency: int = 8,
-        temperature: float = 0.0,
-    ) -> None:
-        super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            name=name,
-            key_setting=key_setting,
-            timeout=timeout,
-            retry=retry,
-            concurrency=concurrency,
-        )
+    def __init__(self, model: str = DEFAULT_OPENAI_MODEL, *, temperature: float = 0.0, **options: Any) -> None:
+        """``temperature`` is what every call asks for; ``options`` are
+        :class:`~guardrail.judges.api.ApiJudge`'s (``api_key``, ``base_url``, ``timeout``, ...)."""
+        super().__init__(model, **options)
         self.temperature = temperature
 
     @classmethod
@@ -127,13 +109,11 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
 
         Raises ConfigurationError naming OPENAI_API_KEY when it is not set.
         """
-        if settings.openai_api_key is None or not settings.openai_api_key.get_secret_value().strip():
-            raise ConfigurationError("GUARDRAIL_JUDGE=openai needs OPENAI_API_KEY, which is not set")
-        return cls(
-            settings.judge_model or DEFAULT_OPENAI_MODEL,
+        return cls.configured(
+            settings,
             api_key=settings.openai_api_key,
             base_url=settings.openai_base_url,
-            timeout=settings.judge_timeout,
+            default_model=DEFAULT_OPENAI_MODEL,
         )
 
     @classmethod

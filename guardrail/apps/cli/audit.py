@@ -34,6 +34,7 @@ from guardrail.apps.cli.console import ui
 from guardrail.core.schema import Label
 from guardrail.replay import Replay
 from guardrail.replay import replay as replay_audit
+from guardrail.runtime import open_audit_store
 from guardrail.store import (
     AuditRecord,
     AuditStore,
@@ -71,7 +72,7 @@ def _open_audit(db: Path | None) -> AuditStore:
         raise bad_input("the audit store is off (GUARDRAIL_AUDIT_DB=off); pass --db FILE")
     if not path.is_file():
         raise bad_input(f"no audit store at {path} (run `guardrail verify` first, or pass --db FILE)")
-    store = AuditStore(path)
+    store = open_audit_store(path)
     try:
         store.count()
     except StoreError as exc:

@@ -5,6 +5,7 @@ grows with the square of the text on runs of unpaired quote characters. So text 
 :data:`WINDOW` characters is split window by window: every sentence but the last of a window is
 kept and the next window starts at that last sentence. A sentence longer than three quarters of
 a window is cut at its last white space inside the window (a longer word is not cut).
+A few abbreviations ``sentencex`` does not know ("approx.", "vol.", "Ms.") never end a sentence.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from sentencex import segment
 WINDOW = 2000
 """Characters ``sentencex`` sees at once."""
 _SPACE = re.compile(r"\s")
+_ABBREVIATION_END = re.compile(r"(?<![\w.])(?:approx|vol|ms)\.\s*$", re.IGNORECASE)
+"""A piece ending in an abbreviation that ``sentencex`` takes for a sentence end ("It was approx.
+| 20 km long."): the piece and the next are one sentence."""
 
 
 def split_sentences(text: str, language: str = "en") -> list[str]:
@@ -43,8 +47,13 @@ def _pieces(text: str, start: int, end: int, language: str) -> list[tuple[int, i
     """``sentencex``'s pieces of ``text[start:end]``, which cover it exactly (else one piece)."""
     pieces: list[tuple[int, int]] = []
     pos = start
+    joined = False
     for piece in segment(language, text[start:end]):
-        pieces.append((pos, pos + len(piece)))
+        if joined:
+            pieces[-1] = (pieces[-1][0], pos + len(piece))
+        else:
+            pieces.append((pos, pos + len(piece)))
+        joined = _ABBREVIATION_END.search(piece) is not None
         pos += len(piece)
     return pieces if pos == end else [(start, end)]
 
