@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from guardrail import Label, Policy, Settings, VerdictKind, Verifier, apply_policy, build_verifier
+from guardrail import AnswerStream, Label, Policy, Settings, VerdictKind, Verifier, apply_policy, build_verifier
 from guardrail.apps.batch.engine import arun_batch
 from guardrail.apps.batch.rows import row_from_data
 from guardrail.apps.cli import app as cli
@@ -225,6 +225,25 @@ def test_wayback_helpers() -> None:
     assert wayback_timestamp(datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)) == "20240501123000"
     with pytest.raises(ValueError, match="http"):
         WaybackArchive("ftp://archive.example")
+
+
+async def test_a_stream_looks_a_dead_link_up_once_at_the_answer_date_and_mends_each_piece(
+    origin: FixtureServer, wayback: FakeWayback
+) -> None:
+    dead = origin.url("/alder")
+    wayback.archive(dead, SUPPORTS)
+    answer = f"{CLAIM} ({dead})\n\nIndeed, the Alder River is 217 kilometres long ({dead}).\n"
+
+    async def chunks() -> AsyncIterator[str]:
+        for line in answer.splitlines(keepends=True):
+            yield line
+
+    stream = AnswerStream(
+        verifier(origin, wayback), policy=Policy.preset("repair"), answer_date=date(2024, 5, 1), concurrency=0
+    )
+    text = "".join([piece.text async for piece in stream.pieces(chunks())])
+    assert text == answer.replace(f"{dead})", f"{wayback.snapshot_url(dead)} 🗄 archived copy)")
+    assert wayback.asked == [(dead, "20240501000000")]  # two pieces, judged at once: one lookup
 
 
 def test_without_an_answer_date_the_archive_is_asked_for_now(origin: FixtureServer, wayback: FakeWayback) -> None:
