@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -26,7 +25,7 @@ from guardrail.archive import WaybackArchive, raw_snapshot_url, wayback_timestam
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.runtime import build_archive
 from tests.fakes import HashEmbedder, OverlapJudge
-from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
+from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_judge_env, openai_verdict
 from tests.fixtures.server import FixtureServer, Route
 from tests.fixtures.wayback import TIMESTAMP, FakeWayback
 
@@ -283,10 +282,8 @@ def test_the_service_re_points_a_misattributed_citation_and_asks_for_the_answer_
 def alder_model(received: Received) -> Reply:
     """A tiny 'model' for the fake LLM server: the Alder claim is supported by passages stating it
     (a verbatim quote, so the quote guard keeps it); anything else is not found."""
-    text = received.user_text
-    claim = re.search(r"<claim>\n(.*?)\n</claim>", text, re.S)
-    passages = "".join(re.findall(r"<passage id=\d+>(.*?)</passage>", text, re.S))
-    if claim and "217 kilometres" in claim.group(1) and STATED in passages:
+    claim, passages = received.claim_and_passages
+    if claim and "217 kilometres" in claim and STATED in passages:
         return openai_verdict("supported", STATED)
     return openai_verdict("not_found", "")
 
@@ -296,13 +293,7 @@ def llm_env() -> Iterator[dict[str, str]]:
     """Settings, as environment variables, whose judge is the fake LLM server's alder_model."""
     with FakeLLMServer() as llm:
         llm.responder = alder_model
-        yield {
-            "GUARDRAIL_JUDGE": "openai",
-            "OPENAI_API_KEY": "sk-test-archive",
-            "OPENAI_BASE_URL": llm.openai_base_url,
-            "GUARDRAIL_CACHE": "off",
-            "GUARDRAIL_AUDIT_DB": "off",
-        }
+        yield openai_judge_env(llm)
 
 
 def test_a_service_built_from_settings_follows_guardrail_archive(
