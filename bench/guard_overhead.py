@@ -518,7 +518,8 @@ def main_repair(args: argparse.Namespace) -> None:
             "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
     )
-    REPAIR_RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\njudge: {judge_desc}; load average {load_before[0]:.2f} -> {load_after[0]:.2f}")
     for shape in ("nothing_fails", "one_misattributed_of_five"):
         r = results[shape]
@@ -531,7 +532,7 @@ def main_repair(args: argparse.Namespace) -> None:
         )
     verdict = "met" if results["target_met"] else "NOT met"
     print(f"target (< {REPAIR_TARGET_PCT:.0f} % added when nothing fails): {verdict}")
-    print(f"wrote {REPAIR_RESULTS}")
+    print(f"wrote {args.out}")
 
 
 def main() -> None:
@@ -545,7 +546,12 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=None, help="model threads (judge and embedder; default: one per core)"
     )
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"default {RESULTS.name}, with --repair {REPAIR_RESULTS.name} (bench/results)",
+    )
     parser.add_argument("--repair", action="store_true", help="measure what the repair policy adds instead")
     args = parser.parse_args()
     if args.threads is not None:
@@ -553,8 +559,10 @@ def main() -> None:
 
         torch.set_num_threads(args.threads)
     if args.repair:
+        args.out = args.out or REPAIR_RESULTS
         main_repair(args)
         return
+    args.out = args.out or RESULTS
     sizes = [int(s) for s in args.sizes.split(",")]
 
     load_before = os.getloadavg()

@@ -512,7 +512,8 @@ class WaybackSite(LoopbackSite):
 
     ``GET /wayback/available?url=URL&timestamp=T`` answers the documented JSON naming the
     snapshot of URL given to :meth:`archive`, or ``{"archived_snapshots": {}}`` when there is
-    none (as archive.org does); with ``status`` set to another code (503) it answers that.
+    none (as archive.org does); with ``status`` set to another code (503) it answers that status, with
+    a well-formed body all the same.
     ``hold = True`` keeps every lookup waiting until the site stops (an archive that does not
     answer in time). Snapshots are served at ``/web/<timestamp>id_/<URL>``, the raw form the
     archive stage fetches. ``asked`` lists the ``(url, timestamp)`` of every lookup.
@@ -559,18 +560,15 @@ class WaybackSite(LoopbackSite):
         if self.hold:
             self._released.wait()  # until the site stops: the client gives up first
             return
-        if self.status != 200:
-            body = b"<html><body>Service unavailable</body></html>"
-            handler.send_response(self.status)
-            handler.send_header("Content-Type", "text/html")
-        else:
-            closest = {}
-            if url in self.snapshots:
-                snapshot = {"available": True, "url": self.snapshot_url(url), "timestamp": self.snapshots[url]}
-                closest = {"closest": {**snapshot, "status": "200"}}
-            body = json.dumps({"url": url, "archived_snapshots": closest}).encode()
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/json")
+        closest = {}
+        if url in self.snapshots:
+            snapshot = {"available": True, "url": self.snapshot_url(url), "timestamp": self.snapshots[url]}
+            closest = {"closest": {**snapshot, "status": "200"}}
+        # An error status comes with a well-formed answer all the same (as a proxy's stale copy
+        # might): the status alone must make it no answer.
+        body = json.dumps({"url": url, "archived_snapshots": closest}).encode()
+        handler.send_response(self.status)
+        handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(body)))
         handler.end_headers()
         handler.wfile.write(body)

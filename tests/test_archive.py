@@ -4,22 +4,28 @@ judged against it. The judge and embedder are the test doubles; nothing leaves 1
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import csv
+import json
+from collections.abc import AsyncIterator, Iterator
 from datetime import date, datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
-from guardrail import Label, Policy, Settings, VerdictKind, Verifier, apply_policy, build_verifier
+from guardrail import AnswerStream, Label, Policy, Settings, VerdictKind, Verifier, apply_policy, build_verifier
 from guardrail.apps.batch.engine import arun_batch
 from guardrail.apps.batch.rows import row_from_data
+from guardrail.apps.cli import app as cli
 from guardrail.apps.demo import article
 from guardrail.apps.server import create_app
 from guardrail.archive import WaybackArchive, raw_snapshot_url, wayback_timestamp
 from guardrail.fetch.direct import DirectFetcher
 from guardrail.runtime import build_archive
 from guardrail.testing import WAYBACK_TIMESTAMP, HashEmbedder, LoopbackSite, OverlapJudge, Route, WaybackSite
+from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_judge_env, openai_verdict
 
 CLAIM = "The Alder River is 217 kilometres long."
 SUPPORTS = article(
@@ -32,6 +38,8 @@ SUPPORTS = article(
 )
 CONTRADICTS = SUPPORTS.replace("217 kilometres", "190 kilometres")
 TAKEN = datetime(2013, 9, 19, 4, 46, 12, tzinfo=timezone.utc)
+WATER = "Water boils at 100 degrees Celsius at sea level"
+STATED = "The Alder River is 217 kilometres long"
 
 
 @pytest.fixture
@@ -212,3 +220,114 @@ def test_wayback_helpers() -> None:
     assert wayback_timestamp(datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc)) == "20240501123000"
     with pytest.raises(ValueError, match="http"):
         WaybackArchive("ftp://archive.example")
+
+
+async def test_a_stream_looks_a_dead_link_up_once_at_the_answer_date_and_mends_each_piece(
+    origin: LoopbackSite, wayback: WaybackSite
+) -> None:
+    dead = origin.url("/alder")
+    wayback.archive(dead, SUPPORTS)
+    answer = f"{CLAIM} ({dead})\n\nIndeed, the Alder River is 217 kilometres long ({dead}).\n"
+
+    async def chunks() -> AsyncIterator[str]:
+        for line in answer.splitlines(keepends=True):
+            yield line
+
+    stream = AnswerStream(
+        verifier(origin, wayback), policy=Policy.preset("repair"), answer_date=date(2024, 5, 1), concurrency=0
+    )
+    text = "".join([piece.text async for piece in stream.pieces(chunks())])
+    assert text == answer.replace(f"{dead})", f"{wayback.snapshot_url(dead)} 🗄 archived copy)")
+    assert wayback.asked == [(dead, "20240501000000")]  # two pieces, judged at once: one lookup
+
+
+def test_without_an_answer_date_the_archive_is_asked_for_now(origin: LoopbackSite, wayback: WaybackSite) -> None:
+    dead = origin.url("/alder")
+    wayback.archive(dead, SUPPORTS)
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    verifier(origin, wayback).verify(CLAIM, [dead])
+    after = datetime.now(timezone.utc)
+    ((url, asked),) = wayback.asked
+    assert url == dead and before <= datetime.strptime(asked, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc) <= after
+
+
+def test_the_service_re_points_a_misattributed_citation_and_asks_for_the_answer_date(
+    origin: LoopbackSite, wayback: WaybackSite
+) -> None:
+    dead = origin.url("/alder")
+    wayback.archive(dead, SUPPORTS)
+    sources = [origin.url("/boiling"), origin.url("/titanic")]
+    answer = f"{WATER} [2]. {CLAIM} ([notes]({dead}))"
+    mended = f"{WATER} [1] ↪ citation corrected. {CLAIM} ([notes]({wayback.snapshot_url(dead)}) 🗄 archived copy)"
+    request = {"answer": answer, "sources": sources, "answer_date": "2024-05-01"}
+    with TestClient(create_app(verifier=verifier(origin, wayback))) as client:
+        for policy in ("repair", {"preset": "default", "repair": True}):
+            body = client.post("/v1/guard", json={**request, "policy": policy}).json()
+            assert body["text"] == mended
+            assert [(r["why"], r["old_citation"], r["new_citation"], r["new_url"]) for r in body["repairs"]] == [
+                ("repointed", "[2]", "[1]", sources[0]),
+                ("archived_copy", f"[notes]({dead})", wayback.snapshot_url(dead), wayback.snapshot_url(dead)),
+            ]
+            (suggestion,) = body["report"]["claims"][0]["suggested_citations"]
+            assert (suggestion["source"], suggestion["marker"]) == (sources[0], "[1]")
+        plain = client.post("/v1/guard", json=request).json()  # not repairing: nothing more is checked
+    assert plain["repairs"] == [] and plain["report"]["claims"][0]["suggested_citations"] == []
+    assert wayback.asked == [(dead, "20240501000000")] * 3  # one lookup per request, at the answer's date
+
+
+def alder_model(received: Received) -> Reply:
+    """A tiny 'model' for the fake LLM server: the Alder claim is supported by passages stating it
+    (a verbatim quote, so the quote guard keeps it); anything else is not found."""
+    claim, passages = received.claim_and_passages
+    if claim and "217 kilometres" in claim and STATED in passages:
+        return openai_verdict("supported", STATED)
+    return openai_verdict("not_found", "")
+
+
+@pytest.fixture
+def llm_env() -> Iterator[dict[str, str]]:
+    """Settings, as environment variables, whose judge is the fake LLM server's alder_model."""
+    with FakeLLMServer() as llm:
+        llm.responder = alder_model
+        yield openai_judge_env(llm)
+
+
+def test_a_service_built_from_settings_follows_guardrail_archive(
+    origin: LoopbackSite, wayback: WaybackSite, llm_env: dict[str, str]
+) -> None:
+    dead = origin.url("/alder")
+    wayback.archive(dead, SUPPORTS)
+    env = {**llm_env, "GUARDRAIL_WAYBACK_URL": wayback.base, "GUARDRAIL_ALLOW_PRIVATE_HOSTS": "1"}
+    request = {"answer": f"{CLAIM} ([notes]({dead}))", "policy": "repair", "answer_date": "2024-05-01T06:07:08Z"}
+    with TestClient(create_app(Settings.from_env(env), warm=False)) as client:
+        assert client.post("/v1/guard", json=request).json()["repairs"] == []
+    assert wayback.hits == {}  # GUARDRAIL_ARCHIVE unset: nothing is sent to the archive
+    with TestClient(create_app(Settings.from_env({**env, "GUARDRAIL_ARCHIVE": "wayback"}), warm=False)) as client:
+        body = client.post("/v1/guard", json=request).json()
+    assert body["text"] == f"{CLAIM} ([notes]({wayback.snapshot_url(dead)}) 🗄 archived copy)"
+    assert wayback.asked == [(dead, "20240501060708")]
+
+
+def test_cli_batch_archive_wayback_reads_dead_links_from_their_snapshots(
+    origin: LoopbackSite, wayback: WaybackSite, llm_env: dict[str, str], tmp_path: Path
+) -> None:
+    dead = origin.url("/alder")
+    wayback.archive(dead, SUPPORTS)
+    rows = [{"id": "a", "claim": CLAIM, "urls": [dead]}, {"id": "b", "answer": f"{CLAIM} [1]", "sources": [dead]}]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    out = tmp_path / "out.csv"
+    args = ["batch", str(data), "--out", str(out), "--allow-private-hosts", "--fresh"]
+    env = {**llm_env, "GUARDRAIL_WAYBACK_URL": wayback.base}
+    off = CliRunner().invoke(cli, args, env=env)
+    assert off.exit_code == 0, off.output
+    assert wayback.hits == {}  # off unless asked for
+    result = CliRunner().invoke(cli, [*args, "--archive", "wayback", "--repair"], env=env)
+    assert result.exit_code == 0, result.output
+    with out.open(newline="", encoding="utf-8") as fh:
+        assert [(r["id"], r["label"], r["reason"], r["archived_url"]) for r in csv.DictReader(fh)] == [
+            ("a", "supported", "archived_copy", wayback.snapshot_url(dead)),
+            ("b", "supported", "archived_copy", wayback.snapshot_url(dead)),
+        ]
+    assert "repairs=1 archived_copy, 0 repointed" in result.stdout.splitlines()
+    assert wayback.lookups == 1  # one lookup for the run, the two rows citing one URL
