@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -326,6 +327,13 @@ def test_ssrf_guard_is_on_by_default(pages: FixtureServer) -> None:
 
 def test_docs_are_served(client: TestClient) -> None:
     assert client.get("/docs").status_code == 200
+    # Their scripts and styles come from the service itself (tests/test_browser.py renders them).
+    for page in ("/docs", "/redoc"):
+        response = client.get(page)
+        assert "default-src 'self'" in response.headers["content-security-policy"]
+        assets = re.findall(r'(?:src|href)="([^"]+)"', response.text)
+        assert assets and all(url.startswith("/docs-assets/") for url in assets), assets
+        assert all(client.get(url).status_code == 200 for url in assets)
     spec = client.get("/openapi.json").json()
     assert {"/health", "/verify", "/v1/check-grounding", "/v1/guard"} <= set(spec["paths"])
 
