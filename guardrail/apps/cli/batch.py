@@ -49,7 +49,7 @@ def batch_command(
     engine: Annotated[
         str,
         typer.Option(
-            "--engine", help="local: this process; ray: a Ray actor pool (pip install 'citation-guardrail[ray]')."
+            "--engine", help="local: this process; ray: a Ray actor pool (pip install 'citation-guardrail\\[ray]')."
         ),
     ] = "local",
     address: Annotated[
