@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from guardrail.apps.cli import app
+from guardrail.core.policy import Policy
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.pages import BOILING
 from tests.fixtures.server import FixtureServer
@@ -60,9 +61,30 @@ def answer(pages: FixtureServer) -> str:
     )
 
 
-def test_check_annotates_every_citation_by_default(pages: FixtureServer, env: dict[str, str], tmp_path: Path) -> None:
+def test_check_applies_the_preset_named_default_by_default(
+    pages: FixtureServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    # One name, one behaviour: `check` with no --policy is `--policy default`, which is Policy().
     path = write(tmp_path, "answer.md", answer(pages))
     result = runner.invoke(app, ["check", str(path), "--allow-private-hosts"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "Pure water boils at 100 degrees Celsius at sea level [1]. "
+        "Water boils at 50 degrees Celsius at sea level [1] ❌ contradicted. "
+        "Tomatoes need sunlight ⛔ dead link.\n\n"
+        f"Sources:\n[1] {pages.url('/boiling')}\n"
+    )
+    assert "overall: contradicted" in result.stderr
+    named = runner.invoke(app, ["check", str(path), "--policy", "default", "--allow-private-hosts"], env=env)
+    assert named.stdout == result.stdout
+    assert Policy.preset("default") == Policy()
+
+
+def test_check_annotate_puts_a_badge_on_every_citation(
+    pages: FixtureServer, env: dict[str, str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "answer.md", answer(pages))
+    result = runner.invoke(app, ["check", str(path), "--policy", "annotate", "--allow-private-hosts"], env=env)
     assert result.exit_code == 0, result.output
     assert result.stdout == (
         "Pure water boils at 100 degrees Celsius at sea level [1] ✅ supported. "
@@ -70,7 +92,6 @@ def test_check_annotates_every_citation_by_default(pages: FixtureServer, env: di
         "Tomatoes need sunlight [2] ⛔ dead link.\n\n"
         f"Sources:\n[1] {pages.url('/boiling')}\n[2] {pages.url('/gone-404')}\n"
     )
-    assert "overall: contradicted" in result.stderr
 
 
 def test_check_strip_reads_stdin(pages: FixtureServer, env: dict[str, str]) -> None:

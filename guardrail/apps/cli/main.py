@@ -191,11 +191,11 @@ CheckPolicyOption = Annotated[
     PolicyChoice,
     typer.Option(
         "--policy",
-        help="annotate: a badge on every citation; default: flag doubtful citations, replace dead "
-        "links with a badge; strip: remove every citation that is not supported; block: withhold the "
-        "answer unless every citation is supported; strict: default, but withhold on a contradiction; "
-        "repair: default, after mending citations (a dead link's archived copy, another source that "
-        "backs the claim).",
+        help="default (as Policy() and the service): flag doubtful citations, replace dead links "
+        "with a badge; annotate: a badge on every citation; strip: remove every citation that is not "
+        "supported; block: withhold the answer unless every citation is supported; strict: default, "
+        "but withhold on a contradiction; repair: default, after mending citations (a dead link's "
+        "archived copy, another source that backs the claim).",
         case_sensitive=False,
     ),
 ]
@@ -225,7 +225,8 @@ def check(
         str, typer.Argument(metavar="ANSWER_FILE|-", help="The answer to guard (markdown), or - for stdin.")
     ],
     sources_file: SourcesOption = None,
-    policy: CheckPolicyOption = PolicyChoice.annotate,
+    # The preset named default is the default everywhere: Policy(), the service, the demo, here.
+    policy: CheckPolicyOption = PolicyChoice.default,
     fmt: CheckFormatOption = CheckFormat.markdown,
     min_confidence: MinConfidenceOption = 0.0,
     allow_private_hosts: AllowPrivate = False,
