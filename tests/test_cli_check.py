@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from guardrail.apps.cli import app
 from guardrail.core.policy import Policy
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
-from tests.fixtures.pages import BOILING
-from tests.fixtures.server import FixtureServer
+from tests.fixtures.pages import BOILING, BOILING_PDF
+from tests.fixtures.server import FixtureServer, Route
 from tests.fixtures.wayback import FakeWayback
 
 runner = CliRunner()
@@ -265,3 +265,15 @@ def test_check_archive_wayback_reads_a_dead_link_from_its_snapshot(
         assert wayback.asked == [(dead, "20240501000000")]
         bad = runner.invoke(app, [*args, "--archive", "nope"], env=env)
         assert bad.exit_code == 2 and "--archive" in bad.stderr
+
+
+def test_verify_a_broken_pdf_prints_a_verdict_with_its_reason(env: dict[str, str]) -> None:
+    broken = BOILING_PDF[: len(BOILING_PDF) // 2]
+    with FixtureServer({"/broken.pdf": Route(body=broken, content_type="application/pdf")}) as site:
+        args = ["verify", "--claim", "Water boils at 100 degrees Celsius.", "--json", "--allow-private-hosts"]
+        result = runner.invoke(app, [*args, site.url("/broken.pdf")], env=env)
+    assert result.exit_code == 0, result.output
+    [verdict] = json.loads(result.stdout)["citations"]
+    assert (verdict["label"], verdict["reason"]) == ("not_found", "unreadable_document")
+    assert verdict["detail"].startswith("pypdf could not read the PDF: Pdf")
+    assert result.stderr == ""  # no log line of ours or pypdf's beside the verdict

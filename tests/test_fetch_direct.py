@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import re
 import socket
 import ssl
 import threading
@@ -161,6 +162,20 @@ async def test_image_is_unsupported(pages: FixtureServer) -> None:
     p = await fetch(pages.url("/image.png"))
     assert p.content_type == "image/png"
     assert outcome(p) == (Label.not_found, "unsupported_content_type")
+
+
+BROKEN_PDF = BOILING_PDF[: len(BOILING_PDF) // 2]  # cut off mid-file: no cross-reference table, no trailer
+
+
+@pytest.mark.parametrize("content_type", ["application/pdf", "application/octet-stream"])
+async def test_a_broken_pdf_is_a_verdict_naming_the_error(content_type: str, caplog: pytest.LogCaptureFixture) -> None:
+    with FixtureServer({"/broken.pdf": Route(body=BROKEN_PDF, content_type=content_type)}) as site:
+        caplog.set_level(logging.WARNING, logger="guardrail")
+        p = await fetch(site.url("/broken.pdf"))
+    assert p.content_type == "application/pdf"
+    assert outcome(p) == (Label.not_found, "unreadable_document")
+    assert re.fullmatch(r"pypdf could not read the PDF: Pdf\w*Error", p.detail or ""), p.detail
+    assert [r for r in caplog.records if r.name.startswith("guardrail")] == []  # the verdict says it
 
 
 async def test_oversized_body_stops_at_the_cap(pages: FixtureServer) -> None:

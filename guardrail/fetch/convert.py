@@ -38,6 +38,11 @@ class Converted:
     title: str | None = None
     content_type: str | None = None
     reason: str | None = None
+    detail: str | None = None  # what was wrong with an unreadable document (never its text)
+
+
+class UnreadableDocument(ValueError):
+    """A document (a PDF) its reader could not open; the message says what was wrong."""
 
 
 Converter = Callable[[bytes, str | None, str | None], Converted]
@@ -66,7 +71,8 @@ def convert(body: bytes, content_type: str | None, url: str | None = None) -> Co
 
     HTML becomes markdown (main content only, links and tables kept, title from the
     page metadata); PDF becomes its text layer; plain text and markdown pass through;
-    anything else is ``unsupported_content_type``.
+    anything else is ``unsupported_content_type``; a PDF its reader cannot open is
+    ``unreadable_document``, ``detail`` saying why.
     """
     kind = media_type(content_type)
     if kind in ("", "application/octet-stream", "binary/octet-stream"):
@@ -74,7 +80,10 @@ def convert(body: bytes, content_type: str | None, url: str | None = None) -> Co
     if kind in HTML_TYPES:
         text, title = html_to_markdown(decode_body(body, content_type, html=True), url)
     elif kind in PDF_TYPES:
-        text, title = pdf_to_text(body)
+        try:
+            text, title = pdf_to_text(body)
+        except UnreadableDocument as exc:
+            return Converted(content_type=kind, reason=Reason.unreadable_document.value, detail=str(exc))
     elif kind in TEXT_TYPES or kind in MARKDOWN_TYPES:
         text = _tidy(decode_body(body, content_type))
         title = markdown_title(text) if kind in MARKDOWN_TYPES else None
@@ -302,7 +311,8 @@ def _html_title(html: str) -> str | None:
 
 
 def pdf_to_text(body: bytes) -> tuple[str, str | None]:
-    """The text layer of a PDF (pages separated by blank lines) and its metadata title."""
+    """The text layer of a PDF (pages separated by blank lines) and its metadata title; raises
+    :class:`UnreadableDocument` for one pypdf cannot read (damaged, truncated, a password)."""
     import pypdf
 
     try:
@@ -311,9 +321,9 @@ def pdf_to_text(body: bytes) -> tuple[str, str | None]:
             reader.decrypt("")  # many "protected" PDFs only restrict printing, with an empty password
         pages = [page.extract_text() or "" for page in reader.pages]
         title = reader.metadata.title if reader.metadata is not None else None
-    except Exception as exc:  # broken or hostile PDFs: no text, judged as an empty page
-        log.warning("could not read PDF text: %s", type(exc).__name__)
-        return "", None
+    except Exception as exc:  # broken or hostile PDFs: a verdict saying so, not an "empty page"
+        # The exception's class only: pypdf's messages may quote bytes of the file.
+        raise UnreadableDocument(f"pypdf could not read the PDF: {type(exc).__name__}") from exc
     return _tidy("\n\n".join(pages)), (str(title).strip() or None) if title else None
 
 

@@ -33,7 +33,7 @@ from guardrail.apps.cli.common import (
     verdict_text,
     warn_if_no_judge,
 )
-from guardrail.apps.cli.console import ui
+from guardrail.apps.cli.console import show_logs, ui
 from guardrail.core.schema import ClaimReport
 from guardrail.extras import MissingExtraError, require_extra
 from guardrail.settings import ConfigurationError
@@ -51,9 +51,10 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(ctx: typer.Context) -> None:
     """Check that the URLs an LLM cites really say what its answer claims."""
     ui.reset()  # read the terminal width now, not at import
+    ctx.call_on_close(show_logs())
 
 
 def render_claim_report(report: ClaimReport, console: Console) -> None:
