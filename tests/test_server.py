@@ -250,7 +250,8 @@ def test_bearer_token_protects_every_route_but_health(pages: FixtureServer) -> N
     settings = Settings(api_key=key, allow_private_hosts=True, **NO_STORES)  # type: ignore[arg-type]
     app = create_app(settings=settings, verifier=fake_verifier())
     with TestClient(app) as c:
-        assert c.get("/health").status_code == 200 and c.get("/health").json() == {"status": "ok"}
+        for health in ("/v1/health", "/health"):
+            assert c.get(health).status_code == 200 and c.get(health).json() == {"status": "ok"}
         assert c.get("/health", headers={"Authorization": f"Bearer {key}"}).json()["auth"] is True
         body = {"claim": CLAIM, "urls": [pages.url("/gone-410")]}
         for headers in (
@@ -263,6 +264,7 @@ def test_bearer_token_protects_every_route_but_health(pages: FixtureServer) -> N
             assert denied.status_code == 401 and denied.headers["www-authenticate"] == "Bearer"
             assert key not in denied.text
         assert c.post("/v1/check-grounding", json=TITANIC).status_code == 401
+        assert c.post("/v1/verify", json=body).status_code == 401
         assert c.get("/docs").status_code == 401
         ok = c.post("/verify", json=body, headers={"Authorization": f"Bearer {key}"})
         assert ok.status_code == 200
@@ -323,6 +325,23 @@ def test_ssrf_guard_is_on_by_default(pages: FixtureServer) -> None:
         report = c.post("/verify", json={"claim": CLAIM, "urls": [pages.url("/boiling")]}).json()
     assert report["citations"][0]["reason"] == "blocked_address"
     assert pages.hits.get("/boiling", 0) == before
+
+
+def test_routes_live_under_v1_and_the_old_paths_are_deprecated_aliases(
+    client: TestClient, pages: FixtureServer
+) -> None:
+    body = {"claim": CLAIM, "urls": [pages.url("/gone-410")]}
+    new, old = client.post("/v1/verify", json=body), client.post("/verify", json=body)
+    assert new.status_code == old.status_code == 200
+    assert new.json()["citations"] == old.json()["citations"]
+    assert client.get("/v1/health").json() == client.get("/health").json()
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/verify", "/v1/guard", "/v1/check-grounding", "/v1/health"} <= set(paths)
+    assert paths["/verify"]["post"]["deprecated"] is True and paths["/health"]["get"]["deprecated"] is True
+    assert "deprecated" not in paths["/v1/verify"]["post"] and "deprecated" not in paths["/v1/health"]["get"]
+    assert all(
+        path.startswith("/v1/") for path in paths if not any(op.get("deprecated") for op in paths[path].values())
+    )
 
 
 def test_docs_are_served(client: TestClient) -> None:

@@ -360,7 +360,7 @@ def serve(
         ),
     ] = GRACEFUL_TIMEOUT,
 ) -> None:
-    """Serve the HTTP API: /verify, /v1/check-grounding (Vertex compatible), /v1/guard, /health, /docs.
+    """Serve the HTTP API: /v1/verify, /v1/check-grounding (Vertex compatible), /v1/guard, /v1/health, /docs.
 
     On SIGTERM the service stops accepting connections, gives in-flight requests --graceful-timeout
     seconds, cancels their work, writes the audit rows still queued (briefly) and exits. Request

@@ -42,7 +42,7 @@ __all__ = [
     "carries_token",
 ]
 
-PUBLIC_PATHS = frozenset({"/health"})
+PUBLIC_PATHS = frozenset({"/v1/health", "/health"})
 """Paths answered without the bearer token."""
 
 
