@@ -116,10 +116,32 @@ _WHATWG_ALIASES = {
 """WHATWG labels Python's codec registry does not know."""
 
 
+_DETECTABLE = sorted(WEB_ENCODINGS - {"utf-8", "utf-16", "utf-16-le", "utf-16-be", "ascii", "iso8859-1"})
+"""The encodings detection may answer: a body that is not UTF-8 and has no byte-order mark is
+none of the UTF encodings; ascii and latin-1 are read as windows-1252 anyway (WHATWG)."""
+
+
+def detect_encoding(body: bytes) -> str:
+    """The web encoding ``body`` most likely is, for a body that declares none and is not UTF-8:
+    charset-normalizer's guess among :data:`WEB_ENCODINGS`, windows-1252 (the web's legacy default)
+    when it has none or when windows-1252 reads the body as cleanly as its first guess (a short
+    French text is as clean in windows-1250, which would turn its è into č)."""
+    from charset_normalizer import from_bytes
+
+    matches = list(from_bytes(body, cp_isolation=_DETECTABLE))
+    if not matches:
+        return "cp1252"
+    cleanest = [codecs.lookup(m.encoding).name for m in matches if m.chaos <= matches[0].chaos]
+    if "cp1252" in cleanest or cleanest[0] not in WEB_ENCODINGS:
+        return "cp1252"
+    return cleanest[0]
+
+
 def decode_body(body: bytes, content_type: str | None, *, html: bool = False) -> str:
     """Decode ``body`` to text: a byte-order mark, then the header's charset, then (for HTML)
-    a ``<meta charset>``, then UTF-8; windows-1252 when nothing else fits (the web's legacy default).
-    A declared charset that is no text encoding of the web (:data:`WEB_ENCODINGS`) is passed over."""
+    a ``<meta charset>``, then UTF-8; when nothing declared fits and it is not UTF-8, the encoding
+    :func:`detect_encoding` finds (windows-1251, Shift_JIS...; windows-1252 by default). A declared
+    charset that is no text encoding of the web (:data:`WEB_ENCODINGS`) is passed over."""
     boms = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
     for bom, encoding in boms:
         if body.startswith(bom):
@@ -143,7 +165,7 @@ def decode_body(body: bytes, content_type: str | None, *, html: bool = False) ->
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:
-        return body.decode("cp1252", errors="replace")
+        return body.decode(detect_encoding(body), errors="replace")
 
 
 def _codec(label: str, *, in_document: bool) -> str | None:
