@@ -134,6 +134,12 @@ def _exported(model_dir: Path, kind: Kind, precision: Precision) -> Path:
 
 def _export(model_dir: Path, kind: Kind, target: Path) -> None:
     """Export the torch model in ``model_dir`` to ``target`` (atomically: written aside, renamed)."""
+    # Not sentence-transformers' backend="onnx" (or its export_*_onnx_model helpers): they export
+    # through Optimum's optimum.onnxruntime, which lives in optimum-onnx, whose latest release
+    # (0.1.0, with optimum 2.1) requires transformers<4.58 and does not import on the transformers
+    # 5.x we pin (ImportError: get_parameter_dtype from transformers.modeling_utils, tried with
+    # transformers 5.24.0, December 2026). torch.onnx.export, already installed with the models,
+    # does it in 30 lines; revisit when an optimum-onnx release supports transformers 5.
     import torch
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
