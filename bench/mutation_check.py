@@ -285,7 +285,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "auth-docs-public", "auth", "guardrail/apps/server/middleware.py",
-        'PUBLIC_PATHS = frozenset({"/health"})', 'PUBLIC_PATHS = frozenset({"/health", "/docs", "/openapi.json"})',
+        'PUBLIC_PATHS = frozenset({"/v1/health", "/health"})',
+        'PUBLIC_PATHS = frozenset({"/v1/health", "/health", "/docs", "/openapi.json"})',
         AUTH_TESTS, "the API docs are served without the token",
     ),
     # -- settings parsing -----------------------------------------------------------------------

@@ -38,7 +38,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
         "py3langid",
     ),
     "llm": ("openai", "anthropic"),
-    "server": ("fastapi", "starlette", "uvicorn", "h11"),
+    "server": ("fastapi", "fastapi_offline", "starlette", "uvicorn", "h11"),
     "cli": ("typer", "rich", "jinja2", "markupsafe"),
     "crawlbase": (),
     "ray": ("ray",),

@@ -7,6 +7,10 @@ exported again, an old export is never used for it. Inference then runs on ONNX 
 is several times faster than torch eager on a CPU for these small encoders, with a thread count
 the caller chooses (a Ray actor: its CPUs). ``int8`` selects dynamic int8 quantisation of the
 exported graph (smaller and faster; its agreement with float32 is measured by the benches).
+
+The first run's export is a pause of several seconds: it is announced on the ``guardrail.onnx``
+logger at INFO ("preparing the judge model (first run only, ...)", then how long it took), which
+the ``guardrail`` command shows; the library itself prints nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,6 +38,12 @@ Precision = Literal["float32", "int8"]
 
 Kind = Literal["classifier", "encoder"]
 """What the graph returns: ``classifier`` logits, or an ``encoder``'s last hidden state."""
+
+_MODEL_NAMES: dict[Kind, str] = {"classifier": "judge model", "encoder": "embedding model"}
+PREPARE_ESTIMATE = "usually 5-15 s"
+"""How long a first run's export takes: about 6 s for the judge on a fresh machine (issue 26's
+figure), 13.8 s for the judge and 14.5 s for the embedder measured here on 2 cores shared with
+other jobs (load average 9)."""
 
 _LOCK = threading.Lock()
 _SESSIONS: dict[tuple[str, str, int], Any] = {}
@@ -103,26 +114,36 @@ def _exported(model_dir: Path, kind: Kind, precision: Precision) -> Path:
     folder = user_cache_dir() / "onnx"
     folder.mkdir(parents=True, exist_ok=True)
     base = folder / f"{model_dir.name}-{weights_digest(model_dir)}-{kind}.onnx"
+    target = base if precision == "float32" else base.with_suffix(".int8.onnx")
+    if target.is_file():
+        return target
+    what = _MODEL_NAMES[kind]
+    log.info("preparing the %s (first run only, %s)", what, PREPARE_ESTIMATE)
+    started = time.perf_counter()
     if not base.is_file():
         _export(model_dir, kind, base)
-    if precision == "float32":
-        return base
-    quantised = base.with_suffix(".int8.onnx")
-    if not quantised.is_file():
+    if precision != "float32":
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        partial = quantised.with_suffix(f".{os.getpid()}.tmp")
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
         quantize_dynamic(str(base), str(partial), weight_type=QuantType.QInt8)
-        os.replace(partial, quantised)
-    return quantised
+        os.replace(partial, target)
+    log.info("the %s is ready (%.1f s; kept in %s)", what, time.perf_counter() - started, folder)
+    return target
 
 
 def _export(model_dir: Path, kind: Kind, target: Path) -> None:
     """Export the torch model in ``model_dir`` to ``target`` (atomically: written aside, renamed)."""
+    # Not sentence-transformers' backend="onnx" (or its export_*_onnx_model helpers): they export
+    # through Optimum's optimum.onnxruntime, which lives in optimum-onnx, whose latest release
+    # (0.1.0, with optimum 2.1) requires transformers<4.58 and does not import on the transformers
+    # 5.x we pin (ImportError: get_parameter_dtype from transformers.modeling_utils, tried with
+    # transformers 5.24.0, December 2026). torch.onnx.export, already installed with the models,
+    # does it in 30 lines; revisit when an optimum-onnx release supports transformers 5.
     import torch
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
-    log.info("exporting %s to ONNX (once per machine): %s", model_dir, target)
+    log.debug("exporting %s to ONNX: %s", model_dir, target)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
     loader = AutoModelForSequenceClassification if kind == "classifier" else AutoModel
     model = loader.from_pretrained(str(model_dir), local_files_only=True, dtype=torch.float32).eval()

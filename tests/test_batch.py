@@ -6,15 +6,18 @@ from __future__ import annotations
 import asyncio
 import csv
 import html
+import io
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from html.parser import HTMLParser
+from http.server import BaseHTTPRequestHandler
 from importlib import resources
 from pathlib import Path
 
@@ -22,6 +25,7 @@ import pytest
 import tomllib
 from jinja2 import Environment, PackageLoader
 from pydantic import SecretStr
+from rich.console import Console
 from typer.testing import CliRunner
 
 import guardrail
@@ -40,12 +44,15 @@ from guardrail.apps.batch.engine import MEMO_PAGES, arun_batch
 from guardrail.apps.batch.report import Badge, answer_parts
 from guardrail.apps.batch.rows import BatchRow, page_order, row_from_data
 from guardrail.apps.cli import app
+from guardrail.apps.cli.batch import _Progress, run_batch_cli
+from guardrail.apps.cli.common import load_settings
 from guardrail.core.policy import Policy, apply_policy
 from guardrail.fetch.once import PageMemo
 from guardrail.settings import ConfigurationError
 from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
+from tests.fixtures.pages import BOILING
 
 runner = CliRunner()
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
@@ -446,6 +453,75 @@ def test_cli_batch_prints_figures_and_the_label_reason_table(
         ]
     # The progress bar (stderr, not a terminal here: drawn once, finished).
     assert "verifying" in result.stderr and "3/3" in result.stderr and "1/5 supported" in result.stderr
+
+
+# -- progress ---------------------------------------------------------------------------------
+
+
+class WatchedStream(io.StringIO):
+    """A console's file that says when a line holding ``marker`` has been written."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.marker = marker
+        self.seen = threading.Event()
+
+    def write(self, text: str) -> int:
+        n = super().write(text)
+        if self.marker in self.getvalue():
+            self.seen.set()
+        return n
+
+
+def test_batch_prints_progress_lines_when_stderr_is_not_a_terminal(
+    tmp_path: Path, llm_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in llm_env.items():
+        monkeypatch.setenv(name, value)
+    err = WatchedStream("verifying: 0/2 rows")
+
+    def held(handler: BaseHTTPRequestHandler) -> None:  # answers once a progress line was printed
+        released = err.seen.wait(60)
+        body = BOILING.encode() if released else b"no progress line"
+        handler.send_response(200 if released else 500)
+        handler.send_header("Content-Type", "text/html; charset=utf-8")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    with LoopbackSite({"/held": Route(handler=held)}) as site:
+        rows = [{"id": f"r{i}", "claim": CLAIM, "urls": [site.url("/held")]} for i in (1, 2)]
+        path = write_jsonl(tmp_path / "outputs.jsonl", rows)
+        code = run_batch_cli(
+            path,
+            tmp_path / "report.csv",
+            html_path=None,
+            concurrency=2,
+            fresh=False,
+            settings=load_settings(allow_private_hosts=True),
+            cache=False,
+            audit=False,
+            console=Console(file=io.StringIO()),
+            err_console=Console(file=err, width=300),
+            progress_every=0.01,
+        )
+    assert code == 0
+    lines = [line for line in err.getvalue().splitlines() if line.startswith("verifying:")]
+    assert lines[0].startswith("verifying: 0/2 rows, - rows/s, ETA -")
+    assert re.fullmatch(r"verifying: 2/2 rows, [0-9.e+]+ rows/s, ETA 0:00:00, 2/2 supported", lines[-1]), lines[-1]
+
+
+def test_batch_progress_bar_shows_rows_rate_and_eta_on_a_terminal() -> None:
+    screen = io.StringIO()
+    progress = _Progress(Console(file=screen, force_terminal=True, width=200, color_system=None))
+    progress.on_start(total=4, already=1)
+    done = RowResult(id="r", line=1, kind="claim", digest="d", error="boom")
+    for _ in range(2):
+        progress.on_row(done)
+    progress.console.print(progress.bar)
+    shown = screen.getvalue()
+    assert "3/4" in shown and "1 from checkpoint" not in shown
+    assert re.search(r"[0-9.e+]+ rows/s ETA \d+:\d\d:\d\d", shown), shown
 
 
 # -- resuming ---------------------------------------------------------------------------------

@@ -13,9 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from guardrail.apps.cli import app
-from guardrail.testing import LoopbackSite, WaybackSite
+from guardrail.core.policy import Policy
+from guardrail.testing import LoopbackSite, Route, WaybackSite
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
-from tests.fixtures.pages import BOILING
+from tests.fixtures.pages import BOILING, BOILING_PDF
 
 runner = CliRunner()
 QUOTE = "pure water boils at 100 degrees Celsius"
@@ -59,9 +60,30 @@ def answer(pages: LoopbackSite) -> str:
     )
 
 
-def test_check_annotates_every_citation_by_default(pages: LoopbackSite, env: dict[str, str], tmp_path: Path) -> None:
+def test_check_applies_the_preset_named_default_by_default(
+    pages: LoopbackSite, env: dict[str, str], tmp_path: Path
+) -> None:
+    # One name, one behaviour: `check` with no --policy is `--policy default`, which is Policy().
     path = write(tmp_path, "answer.md", answer(pages))
     result = runner.invoke(app, ["check", str(path), "--allow-private-hosts"], env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "Pure water boils at 100 degrees Celsius at sea level [1]. "
+        "Water boils at 50 degrees Celsius at sea level [1] ❌ contradicted. "
+        "Tomatoes need sunlight ⛔ dead link.\n\n"
+        f"Sources:\n[1] {pages.url('/boiling')}\n"
+    )
+    assert "overall: contradicted" in result.stderr
+    named = runner.invoke(app, ["check", str(path), "--policy", "default", "--allow-private-hosts"], env=env)
+    assert named.stdout == result.stdout
+    assert Policy.preset("default") == Policy()
+
+
+def test_check_annotate_puts_a_badge_on_every_citation(
+    pages: LoopbackSite, env: dict[str, str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "answer.md", answer(pages))
+    result = runner.invoke(app, ["check", str(path), "--policy", "annotate", "--allow-private-hosts"], env=env)
     assert result.exit_code == 0, result.output
     assert result.stdout == (
         "Pure water boils at 100 degrees Celsius at sea level [1] ✅ supported. "
@@ -69,7 +91,6 @@ def test_check_annotates_every_citation_by_default(pages: LoopbackSite, env: dic
         "Tomatoes need sunlight [2] ⛔ dead link.\n\n"
         f"Sources:\n[1] {pages.url('/boiling')}\n[2] {pages.url('/gone-404')}\n"
     )
-    assert "overall: contradicted" in result.stderr
 
 
 def test_check_strip_reads_stdin(pages: LoopbackSite, env: dict[str, str]) -> None:
@@ -243,3 +264,15 @@ def test_check_archive_wayback_reads_a_dead_link_from_its_snapshot(
         assert wayback.asked == [(dead, "20240501000000")]
         bad = runner.invoke(app, [*args, "--archive", "nope"], env=env)
         assert bad.exit_code == 2 and "--archive" in bad.stderr
+
+
+def test_verify_a_broken_pdf_prints_a_verdict_with_its_reason(env: dict[str, str]) -> None:
+    broken = BOILING_PDF[: len(BOILING_PDF) // 2]
+    with LoopbackSite({"/broken.pdf": Route(body=broken, content_type="application/pdf")}) as site:
+        args = ["verify", "--claim", "Water boils at 100 degrees Celsius.", "--json", "--allow-private-hosts"]
+        result = runner.invoke(app, [*args, site.url("/broken.pdf")], env=env)
+    assert result.exit_code == 0, result.output
+    [verdict] = json.loads(result.stdout)["citations"]
+    assert (verdict["label"], verdict["reason"]) == ("not_found", "unreadable_document")
+    assert verdict["detail"].startswith("pypdf could not read the PDF: Pdf")
+    assert result.stderr == ""  # no log line of ours or pypdf's beside the verdict

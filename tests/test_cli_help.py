@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from guardrail.apps.cli.audit import audit_app
@@ -33,3 +34,20 @@ def test_each_paragraph_of_a_commands_help_is_wrapped_by_the_terminal(
     assert len(paragraphs) >= 1 and paragraphs[0]
     for paragraph in paragraphs:
         assert any(paragraph in line for line in lines), f"{paragraph!r} is not on one line of:\n{result.output}"
+
+
+@pytest.mark.parametrize(("words", "callback"), COMMANDS, ids=[" ".join(w) for w, _ in COMMANDS])
+def test_each_options_help_is_printed_as_written(words: list[str], callback: Callable[..., Any]) -> None:
+    # Rich reads [word] as markup and drops it (`pip install 'citation-guardrail[ray]'` once came
+    # out without `[ray]`): a literal bracket in a help text must be escaped (\\[) to be printed.
+    result = CliRunner().invoke(app, [*words, "--help"], env={"COLUMNS": "2000"})
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    command = typer.main.get_command(app)
+    for word in words:
+        command = command.commands[word]  # type: ignore[attr-defined]
+    helps = [getattr(param, "help", None) for param in command.params]
+    assert any(helps)
+    for text in filter(None, helps):
+        written = " ".join(text.replace("\\[", "[").split())
+        assert written in output, f"{written!r} is not in:\n{result.output}"

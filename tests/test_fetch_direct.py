@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import re
 import socket
 import ssl
 import threading
@@ -161,6 +162,20 @@ async def test_image_is_unsupported(pages: LoopbackSite) -> None:
     p = await fetch(pages.url("/image.png"))
     assert p.content_type == "image/png"
     assert outcome(p) == (Label.not_found, "unsupported_content_type")
+
+
+BROKEN_PDF = BOILING_PDF[: len(BOILING_PDF) // 2]  # cut off mid-file: no cross-reference table, no trailer
+
+
+@pytest.mark.parametrize("content_type", ["application/pdf", "application/octet-stream"])
+async def test_a_broken_pdf_is_a_verdict_naming_the_error(content_type: str, caplog: pytest.LogCaptureFixture) -> None:
+    with LoopbackSite({"/broken.pdf": Route(body=BROKEN_PDF, content_type=content_type)}) as site:
+        caplog.set_level(logging.WARNING, logger="guardrail")
+        p = await fetch(site.url("/broken.pdf"))
+    assert p.content_type == "application/pdf"
+    assert outcome(p) == (Label.not_found, "unreadable_document")
+    assert re.fullmatch(r"pypdf could not read the PDF: Pdf\w*Error", p.detail or ""), p.detail
+    assert [r for r in caplog.records if r.name.startswith("guardrail")] == []  # the verdict says it
 
 
 async def test_oversized_body_stops_at_the_cap(pages: LoopbackSite) -> None:
@@ -618,8 +633,8 @@ def charset_server() -> Iterator[LoopbackSite]:
 async def test_a_charset_that_is_no_web_text_encoding_falls_back_to_detection(
     charset_server: LoopbackSite, label: str, encoding: str
 ) -> None:
-    """Python has codecs named rot13, zlib, idna...: a page declaring one is read as UTF-8, or
-    windows-1252 when it is not UTF-8, like a page declaring nothing."""
+    """Python has codecs named rot13, zlib, idna...: a page declaring one is read as UTF-8, or in
+    the detected encoding when it is not UTF-8 (here windows-1252), like a page declaring nothing."""
     p = await fetch(charset_server.url(f"/{encoding}/{label}"))
     assert p.reason is None, p.reason
     assert CAFE in p.text
@@ -633,6 +648,30 @@ async def test_a_bogus_header_charset_gives_way_to_the_meta_charset(charset_serv
 
 async def test_a_bogus_meta_charset_is_passed_over(charset_server: LoopbackSite) -> None:
     assert CAFE in (await fetch(charset_server.url("/bogus-meta"))).text
+
+
+UNDECLARED = {
+    "cp1251": (
+        "Вода",
+        "Вода кипит при температуре 100 градусов Цельсия на уровне моря. Это известно каждому школьнику.",
+    ),
+    "shift_jis": ("水", "水は海面で摂氏100度で沸騰します。これは誰もが知っていることです。"),
+    "koi8-r": ("Лёд", "Лёд тает при нуле градусов Цельсия, если давление нормальное."),
+    "cp1252": ("Café", CAFE),
+}
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "text/plain"])
+@pytest.mark.parametrize("encoding", list(UNDECLARED))
+async def test_a_page_that_declares_no_charset_is_read_in_the_one_detected(encoding: str, content_type: str) -> None:
+    title, sentence = UNDECLARED[encoding]
+    html_page = f"<html><head><title>{title}</title></head><body><article><p>{sentence}</p></article></body></html>"
+    body = (html_page if content_type == "text/html" else sentence).encode(encoding)
+    with pytest.raises(UnicodeDecodeError):
+        body.decode("utf-8")  # the case detection is for: not UTF-8, nothing declared
+    with LoopbackSite({"/page": Route(body=body, content_type=content_type)}) as site:
+        p = await fetch(site.url("/page"))
+    assert sentence in p.text
 
 
 def test_the_web_encodings_are_text_codecs_python_knows() -> None:

@@ -3,7 +3,9 @@ once per weights and reused, and torch when ONNX Runtime is missing."""
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +56,36 @@ def test_an_export_is_made_once_per_weights_and_reused() -> None:
     onnx_backend._SESSIONS.clear()  # a new process would find the file: the session is rebuilt from it
     onnx_backend.session_for(MODEL_DIR, "classifier")
     assert {p: p.stat().st_mtime_ns for p in exported} == stamps
+
+
+def tiny_judge(folder: Path) -> Path:
+    """A one-layer BERT cross-encoder with the judge's tokenizer and labels: exported in seconds."""
+    import shutil
+
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, num_labels=3)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(MODEL_DIR / name, folder / name)
+    return folder
+
+
+@pytest.mark.slow
+def test_the_first_runs_export_says_so_and_how_long_it_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # a machine that never exported it
+    model = tiny_judge(tmp_path / "tiny")
+    caplog.set_level(logging.INFO, logger="guardrail.onnx")
+    onnx_backend.session_for(model, "classifier")
+    said = [r.getMessage() for r in caplog.records if r.name == "guardrail.onnx" and r.levelno == logging.INFO]
+    assert said[0] == f"preparing the judge model (first run only, {onnx_backend.PREPARE_ESTIMATE})"
+    assert re.fullmatch(r"the judge model is ready \(\d+\.\d s; kept in .+\)", said[1]), said
+    caplog.clear()
+    onnx_backend._SESSIONS.clear()  # a new process: the export is found on disk, nothing to say
+    onnx_backend.session_for(model, "classifier")
+    assert [r for r in caplog.records if r.name == "guardrail.onnx"] == []
 
 
 def test_the_digest_follows_the_weights(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import socket
 import threading
 import time
@@ -248,7 +249,8 @@ def test_bearer_token_protects_every_route_but_health(pages: LoopbackSite) -> No
     settings = Settings(api_key=key, allow_private_hosts=True, **NO_STORES)  # type: ignore[arg-type]
     app = create_app(settings=settings, verifier=fake_verifier())
     with TestClient(app) as c:
-        assert c.get("/health").status_code == 200 and c.get("/health").json() == {"status": "ok"}
+        for health in ("/v1/health", "/health"):
+            assert c.get(health).status_code == 200 and c.get(health).json() == {"status": "ok"}
         assert c.get("/health", headers={"Authorization": f"Bearer {key}"}).json()["auth"] is True
         body = {"claim": CLAIM, "urls": [pages.url("/gone-410")]}
         for headers in (
@@ -261,6 +263,7 @@ def test_bearer_token_protects_every_route_but_health(pages: LoopbackSite) -> No
             assert denied.status_code == 401 and denied.headers["www-authenticate"] == "Bearer"
             assert key not in denied.text
         assert c.post("/v1/check-grounding", json=TITANIC).status_code == 401
+        assert c.post("/v1/verify", json=body).status_code == 401
         assert c.get("/docs").status_code == 401
         ok = c.post("/verify", json=body, headers={"Authorization": f"Bearer {key}"})
         assert ok.status_code == 200
@@ -323,8 +326,32 @@ def test_ssrf_guard_is_on_by_default(pages: LoopbackSite) -> None:
     assert pages.hits.get("/boiling", 0) == before
 
 
+def test_routes_live_under_v1_and_the_old_paths_are_deprecated_aliases(
+    client: TestClient, pages: FixtureServer
+) -> None:
+    body = {"claim": CLAIM, "urls": [pages.url("/gone-410")]}
+    new, old = client.post("/v1/verify", json=body), client.post("/verify", json=body)
+    assert new.status_code == old.status_code == 200
+    assert new.json()["citations"] == old.json()["citations"]
+    assert client.get("/v1/health").json() == client.get("/health").json()
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/verify", "/v1/guard", "/v1/check-grounding", "/v1/health"} <= set(paths)
+    assert paths["/verify"]["post"]["deprecated"] is True and paths["/health"]["get"]["deprecated"] is True
+    assert "deprecated" not in paths["/v1/verify"]["post"] and "deprecated" not in paths["/v1/health"]["get"]
+    assert all(
+        path.startswith("/v1/") for path in paths if not any(op.get("deprecated") for op in paths[path].values())
+    )
+
+
 def test_docs_are_served(client: TestClient) -> None:
     assert client.get("/docs").status_code == 200
+    # Their scripts and styles come from the service itself (tests/test_browser.py renders them).
+    for page in ("/docs", "/redoc"):
+        response = client.get(page)
+        assert "default-src 'self'" in response.headers["content-security-policy"]
+        assets = re.findall(r'(?:src|href)="([^"]+)"', response.text)
+        assert assets and all(url.startswith("/docs-assets/") for url in assets), assets
+        assert all(client.get(url).status_code == 200 for url in assets)
     spec = client.get("/openapi.json").json()
     assert {"/health", "/verify", "/v1/check-grounding", "/v1/guard"} <= set(spec["paths"])
 

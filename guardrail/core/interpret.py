@@ -15,6 +15,7 @@ SSRF-refused host / not an http(s) URL / redirect loop     unreachable     block
 origin status 4xx/5xx (or any non-2xx final status)        unreachable     http_<code>
 body over the size cap / not HTML, PDF, text, markdown     not_found       too_large /
                                                                            unsupported_content_type
+a PDF that cannot be read (damaged, password)              not_found       unreadable_document
 deep link redirected to the site's home page               not_found       redirected_to_homepage
 no readable text, or a "please enable JavaScript" shell    not_found       empty_page
 short bot-check page (captcha, "verify you are human")     not_found       bot_challenge

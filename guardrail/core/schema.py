@@ -58,6 +58,7 @@ class Reason(str, Enum):
     empty_page = "empty_page"
     unsupported_content_type = "unsupported_content_type"
     unsupported_content_encoding = "unsupported_content_encoding"
+    unreadable_document = "unreadable_document"
     too_large = "too_large"
     blocked_address = "blocked_address"
     invalid_url = "invalid_url"
@@ -93,6 +94,8 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     Reason.unsupported_content_type.value: "Not HTML, PDF, plain text or markdown.",
     Reason.unsupported_content_encoding.value: "The body came in a content coding we did not ask for "
     "(we accept gzip or deflate, one layer): br, zstd, stacked codings; not read.",
+    Reason.unreadable_document.value: "A PDF that could not be read (damaged, truncated, or locked with a "
+    "password); detail names the error.",
     Reason.too_large.value: "The body passed the size cap (default 5 MB); the download was stopped there.",
     Reason.blocked_address.value: "The host resolves to a private, loopback, link-local, multicast, "
     "reserved or metadata address (SSRF guard).",
@@ -205,7 +208,8 @@ def overall_kind(overall: Label, kinds: Iterable[VerdictKind]) -> VerdictKind:
 
 _DETAIL = (
     "For a citation we could not check (internal_error, deadline): which stage failed and how, "
-    "such as 'judge my-judge answered a dict, not a list of JudgeVerdict'. Never page text."
+    "such as 'judge my-judge answered a dict, not a list of JudgeVerdict'; for an unreadable_document, "
+    "what the reader said was wrong. Never page text."
 )
 
 

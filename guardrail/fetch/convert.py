@@ -38,6 +38,11 @@ class Converted:
     title: str | None = None
     content_type: str | None = None
     reason: str | None = None
+    detail: str | None = None  # what was wrong with an unreadable document (never its text)
+
+
+class UnreadableDocument(ValueError):
+    """A document (a PDF) its reader could not open; the message says what was wrong."""
 
 
 Converter = Callable[[bytes, str | None, str | None], Converted]
@@ -66,7 +71,8 @@ def convert(body: bytes, content_type: str | None, url: str | None = None) -> Co
 
     HTML becomes markdown (main content only, links and tables kept, title from the
     page metadata); PDF becomes its text layer; plain text and markdown pass through;
-    anything else is ``unsupported_content_type``.
+    anything else is ``unsupported_content_type``; a PDF its reader cannot open is
+    ``unreadable_document``, ``detail`` saying why.
     """
     kind = media_type(content_type)
     if kind in ("", "application/octet-stream", "binary/octet-stream"):
@@ -74,7 +80,10 @@ def convert(body: bytes, content_type: str | None, url: str | None = None) -> Co
     if kind in HTML_TYPES:
         text, title = html_to_markdown(decode_body(body, content_type, html=True), url)
     elif kind in PDF_TYPES:
-        text, title = pdf_to_text(body)
+        try:
+            text, title = pdf_to_text(body)
+        except UnreadableDocument as exc:
+            return Converted(content_type=kind, reason=Reason.unreadable_document.value, detail=str(exc))
     elif kind in TEXT_TYPES or kind in MARKDOWN_TYPES:
         text = _tidy(decode_body(body, content_type))
         title = markdown_title(text) if kind in MARKDOWN_TYPES else None
@@ -107,10 +116,32 @@ _WHATWG_ALIASES = {
 """WHATWG labels Python's codec registry does not know."""
 
 
+_DETECTABLE = sorted(WEB_ENCODINGS - {"utf-8", "utf-16", "utf-16-le", "utf-16-be", "ascii", "iso8859-1"})
+"""The encodings detection may answer: a body that is not UTF-8 and has no byte-order mark is
+none of the UTF encodings; ascii and latin-1 are read as windows-1252 anyway (WHATWG)."""
+
+
+def detect_encoding(body: bytes) -> str:
+    """The web encoding ``body`` most likely is, for a body that declares none and is not UTF-8:
+    charset-normalizer's guess among :data:`WEB_ENCODINGS`, windows-1252 (the web's legacy default)
+    when it has none or when windows-1252 reads the body as cleanly as its first guess (a short
+    French text is as clean in windows-1250, which would turn its è into č)."""
+    from charset_normalizer import from_bytes
+
+    matches = list(from_bytes(body, cp_isolation=_DETECTABLE))
+    if not matches:
+        return "cp1252"
+    cleanest = [codecs.lookup(m.encoding).name for m in matches if m.chaos <= matches[0].chaos]
+    if "cp1252" in cleanest or cleanest[0] not in WEB_ENCODINGS:
+        return "cp1252"
+    return cleanest[0]
+
+
 def decode_body(body: bytes, content_type: str | None, *, html: bool = False) -> str:
     """Decode ``body`` to text: a byte-order mark, then the header's charset, then (for HTML)
-    a ``<meta charset>``, then UTF-8; windows-1252 when nothing else fits (the web's legacy default).
-    A declared charset that is no text encoding of the web (:data:`WEB_ENCODINGS`) is passed over."""
+    a ``<meta charset>``, then UTF-8; when nothing declared fits and it is not UTF-8, the encoding
+    :func:`detect_encoding` finds (windows-1251, Shift_JIS...; windows-1252 by default). A declared
+    charset that is no text encoding of the web (:data:`WEB_ENCODINGS`) is passed over."""
     boms = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
     for bom, encoding in boms:
         if body.startswith(bom):
@@ -134,7 +165,7 @@ def decode_body(body: bytes, content_type: str | None, *, html: bool = False) ->
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError:
-        return body.decode("cp1252", errors="replace")
+        return body.decode(detect_encoding(body), errors="replace")
 
 
 def _codec(label: str, *, in_document: bool) -> str | None:
@@ -302,7 +333,8 @@ def _html_title(html: str) -> str | None:
 
 
 def pdf_to_text(body: bytes) -> tuple[str, str | None]:
-    """The text layer of a PDF (pages separated by blank lines) and its metadata title."""
+    """The text layer of a PDF (pages separated by blank lines) and its metadata title; raises
+    :class:`UnreadableDocument` for one pypdf cannot read (damaged, truncated, a password)."""
     import pypdf
 
     try:
@@ -311,9 +343,9 @@ def pdf_to_text(body: bytes) -> tuple[str, str | None]:
             reader.decrypt("")  # many "protected" PDFs only restrict printing, with an empty password
         pages = [page.extract_text() or "" for page in reader.pages]
         title = reader.metadata.title if reader.metadata is not None else None
-    except Exception as exc:  # broken or hostile PDFs: no text, judged as an empty page
-        log.warning("could not read PDF text: %s", type(exc).__name__)
-        return "", None
+    except Exception as exc:  # broken or hostile PDFs: a verdict saying so, not an "empty page"
+        # The exception's class only: pypdf's messages may quote bytes of the file.
+        raise UnreadableDocument(f"pypdf could not read the PDF: {type(exc).__name__}") from exc
     return _tidy("\n\n".join(pages)), (str(title).strip() or None) if title else None
 
 

@@ -605,5 +605,6 @@ def _stored_page(rid: str, headers: httpx.Headers, body: bytes) -> FetchedPage:
         content_type=converted.content_type,
         rid=headers.get("rid") or rid,
         reason=converted.reason,
+        detail=converted.detail,
         fetcher="crawlbase",
     )

@@ -350,6 +350,7 @@ class DirectFetcher:
                     "title": converted.title,
                     "content_type": converted.content_type or kind,
                     "reason": converted.reason,
+                    "detail": converted.detail,
                 }
             )
         )

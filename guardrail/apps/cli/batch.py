@@ -3,14 +3,26 @@ precision figures (the engine is :mod:`guardrail.apps.batch`)."""
 
 from __future__ import annotations
 
+import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 from guardrail.apps.batch import BatchInputError, BatchSummary, RowResult, arun_batch_file, read_rows
 from guardrail.apps.batch.ray_engine import RayOptions, require_ray, run_ray_batch_file
@@ -28,6 +40,9 @@ from guardrail.apps.cli.console import ui
 from guardrail.bridges import run_sync
 from guardrail.core.schema import Label
 from guardrail.settings import ConfigurationError, Settings
+
+PROGRESS_EVERY = 10.0
+"""Seconds between progress lines when stderr is not a terminal."""
 
 
 # Long only by its typer options (declarative); the body is short.
@@ -49,7 +64,7 @@ def batch_command(
     engine: Annotated[
         str,
         typer.Option(
-            "--engine", help="local: this process; ray: a Ray actor pool (pip install 'citation-guardrail[ray]')."
+            "--engine", help="local: this process; ray: a Ray actor pool (pip install 'citation-guardrail\\[ray]')."
         ),
     ] = "local",
     address: Annotated[
@@ -64,6 +79,14 @@ def batch_command(
     cache: UseCache = True,
     audit: UseAudit = True,
     archive: UseArchive = None,
+    progress_every: Annotated[
+        float,
+        typer.Option(
+            "--progress-every",
+            help="When stderr is not a terminal (a CI log), print a progress line every this many seconds.",
+            min=0.01,
+        ),
+    ] = PROGRESS_EVERY,
     repair: Annotated[
         bool,
         typer.Option(
@@ -110,6 +133,7 @@ def batch_command(
             console=ui.out,
             err_console=ui.err,
             ray_options=ray_options,
+            progress_every=progress_every,
         )
     except (BatchInputError, ConfigurationError) as exc:
         raise bad_input(str(exc)) from None
@@ -119,14 +143,30 @@ def batch_command(
         raise typer.Exit(code)
 
 
-class _Progress:
-    """The progress bar of a batch run, on ``console``: rows done, supported citations, failures."""
+class RateColumn(ProgressColumn):
+    """Rows per second, as rich estimates a task's speed (over its last 30 s)."""
 
-    def __init__(self, console: Console) -> None:
+    def render(self, task: Task) -> Text:
+        """``1.5 rows/s``; ``-`` before the first row is done."""
+        speed = task.finished_speed or task.speed
+        return Text("-" if speed is None else f"{speed:.2g} rows/s", style="progress.data.speed")
+
+
+class _Progress:
+    """The progress of a batch run on ``console``: rows done, rate, time left, supported citations
+    and failures. On a terminal, rich's live progress bar; otherwise (a CI log, where a live bar
+    draws nothing until the end) the same figures as a plain line every ``every`` seconds."""
+
+    def __init__(self, console: Console, every: float = 10.0) -> None:
+        self.console = console
+        self.every = every
         self.bar = Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
+            RateColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
             TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
             console=console,
@@ -134,9 +174,45 @@ class _Progress:
         )
         self.task = self.bar.add_task("verifying", total=None, status="")
         self.supported = self.citations = self.failed = 0
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def __enter__(self) -> _Progress:
+        if self.console.is_interactive:
+            self.bar.start()
+        else:
+            self._ticker = threading.Thread(target=self._tick, name="batch-progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._ticker is None:
+            self.bar.stop()
+            return
+        self._stop.set()
+        self._ticker.join()
+        self.console.print(Text(self.line()))
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every):
+            self.console.print(Text(self.line()))
+
+    def line(self) -> str:
+        """The progress as one plain line: ``verifying: 3/10 rows, 1.5 rows/s, ETA 0:00:05, ...``."""
+        task = self.bar.tasks[0]
+        total = "?" if task.total is None else f"{task.total:.0f}"
+        speed = task.finished_speed or task.speed
+        rate = "-" if speed is None else f"{speed:.2g}"
+        left = task.time_remaining
+        eta = "-" if left is None else str(timedelta(seconds=round(left)))
+        status = task.fields.get("status") or ""
+        return f"verifying: {task.completed:.0f}/{total} rows, {rate} rows/s, ETA {eta}" + (
+            f", {status}" if status else ""
+        )
 
     def on_start(self, total: int, already: int) -> None:
-        self.bar.update(self.task, total=total, completed=already, status=f"{already} from checkpoint")
+        # reset: the rows from the checkpoint are not counted in the rate
+        self.bar.reset(self.task, total=total, completed=already, status=f"{already} from checkpoint")
 
     def on_row(self, result: RowResult) -> None:
         verdicts = result.verdicts() if result.error is None else []
@@ -160,18 +236,20 @@ def run_batch_cli(
     console: Console,
     err_console: Console,
     ray_options: RayOptions | None = None,
+    progress_every: float = PROGRESS_EVERY,
 ) -> int:
     """``guardrail batch``: verify with the settings' verifier and stores (or on Ray, given
-    ``ray_options``), show a progress bar on ``err_console``, print the figures and the summary on
+    ``ray_options``), show the progress on ``err_console`` (a line every ``progress_every`` seconds
+    when it is not a terminal), print the figures and the summary on
     ``console``. Returns the exit code (0; 1 when some rows failed; 4 when decisions could not be
     recorded in the audit store); raises BatchInputError (also for an ``out`` that cannot be written
     or is locked by another run) / ConfigurationError for bad input."""
     read_rows(input_path)  # bad input is reported before any store is opened
-    progress = _Progress(err_console)
+    progress = _Progress(err_console, progress_every)
     if ray_options is not None:
         if audit:
             err_console.print("note: the Ray engine keeps no audit store; the results are in the checkpoint and CSV.")
-        with progress.bar:
+        with progress:
             outcome = run_ray_batch_file(
                 input_path,
                 out,
@@ -186,7 +264,7 @@ def run_batch_cli(
     run = open_run(settings, cache=cache, audit=audit, batch_judge_calls=True)  # rows share judge calls
     try:
         warn_if_no_judge(run.verifier, err_console)
-        with progress.bar:
+        with progress:
             outcome = run_sync(
                 lambda: arun_batch_file(
                     input_path,

@@ -33,7 +33,7 @@ from guardrail.apps.cli.common import (
     verdict_text,
     warn_if_no_judge,
 )
-from guardrail.apps.cli.console import ui
+from guardrail.apps.cli.console import show_logs, ui
 from guardrail.core.schema import ClaimReport
 from guardrail.extras import MissingExtraError, require_extra
 from guardrail.settings import ConfigurationError
@@ -51,9 +51,10 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(ctx: typer.Context) -> None:
     """Check that the URLs an LLM cites really say what its answer claims."""
     ui.reset()  # read the terminal width now, not at import
+    ctx.call_on_close(show_logs())
 
 
 def render_claim_report(report: ClaimReport, console: Console) -> None:
@@ -191,11 +192,11 @@ CheckPolicyOption = Annotated[
     PolicyChoice,
     typer.Option(
         "--policy",
-        help="annotate: a badge on every citation; default: flag doubtful citations, replace dead "
-        "links with a badge; strip: remove every citation that is not supported; block: withhold the "
-        "answer unless every citation is supported; strict: default, but withhold on a contradiction; "
-        "repair: default, after mending citations (a dead link's archived copy, another source that "
-        "backs the claim).",
+        help="default (as Policy() and the service): flag doubtful citations, replace dead links "
+        "with a badge; annotate: a badge on every citation; strip: remove every citation that is not "
+        "supported; block: withhold the answer unless every citation is supported; strict: default, "
+        "but withhold on a contradiction; repair: default, after mending citations (a dead link's "
+        "archived copy, another source that backs the claim).",
         case_sensitive=False,
     ),
 ]
@@ -225,7 +226,8 @@ def check(
         str, typer.Argument(metavar="ANSWER_FILE|-", help="The answer to guard (markdown), or - for stdin.")
     ],
     sources_file: SourcesOption = None,
-    policy: CheckPolicyOption = PolicyChoice.annotate,
+    # The preset named default is the default everywhere: Policy(), the service, the demo, here.
+    policy: CheckPolicyOption = PolicyChoice.default,
     fmt: CheckFormatOption = CheckFormat.markdown,
     min_confidence: MinConfidenceOption = 0.0,
     allow_private_hosts: AllowPrivate = False,
@@ -358,7 +360,7 @@ def serve(
         ),
     ] = GRACEFUL_TIMEOUT,
 ) -> None:
-    """Serve the HTTP API: /verify, /v1/check-grounding (Vertex compatible), /v1/guard, /health, /docs.
+    """Serve the HTTP API: /v1/verify, /v1/check-grounding (Vertex compatible), /v1/guard, /v1/health, /docs.
 
     On SIGTERM the service stops accepting connections, gives in-flight requests --graceful-timeout
     seconds, cancels their work, writes the audit rows still queued (briefly) and exits. Request

@@ -1,19 +1,22 @@
-"""The HTTP service (FastAPI): ``/verify``, ``/v1/guard``, the Vertex-shaped ``/v1/check-grounding``
-and ``/health``, over one shared :class:`~guardrail.verifier.Verifier`.
+"""The HTTP service (FastAPI): ``/v1/verify``, ``/v1/guard``, the Vertex-shaped ``/v1/check-grounding``
+and ``/v1/health``, over one shared :class:`~guardrail.verifier.Verifier`.
 
-Routes (OpenAPI docs at ``/docs``):
+Routes (OpenAPI docs at ``/docs`` and ``/redoc``, served without internet):
 
-* ``GET /health`` - which judge, embedder and fetcher are in use and whether they are loaded.
-* ``POST /verify`` - one claim and the URLs it cites -> a :class:`~guardrail.core.schema.ClaimReport`.
+* ``GET /v1/health`` - which judge, embedder and fetcher are in use and whether they are loaded.
+* ``POST /v1/verify`` - one claim and the URLs it cites -> a :class:`~guardrail.core.schema.ClaimReport`.
 * ``POST /v1/check-grounding`` - Vertex AI's check-grounding request and response
   (:mod:`guardrail.grounding`); also at
   ``POST /v1/projects/{project}/locations/{location}/groundingConfigs/{config}:check`` (and the
   ``v1alpha`` / ``v1beta`` spellings) so a Vertex client can point its base URL here.
 * ``POST /v1/guard`` - an answer, optional sources and a policy -> the guarded answer and report.
 
+``GET /health`` and ``POST /verify``, the paths before ``/v1/``, still answer, marked deprecated in
+the OpenAPI document.
+
 Behaviour every route shares:
 
-* ``GUARDRAIL_API_KEY`` set: every route but ``/health`` needs ``Authorization: Bearer <key>``
+* ``GUARDRAIL_API_KEY`` set: every route but ``/v1/health`` (and ``/health``) needs ``Authorization: Bearer <key>``
   (compared in constant time); otherwise 401.
 * The request body is capped at ``GUARDRAIL_MAX_BODY_BYTES`` (8 MiB) while it is read: a
   declared ``Content-Length`` over the cap is refused before reading, a chunked body as soon as
@@ -38,7 +41,7 @@ Where things are:
 * :mod:`.app` - :func:`create_app` (assembles the rest) and :func:`app_from_env`;
 * :mod:`.models` - request and response bodies; :mod:`.errors` - error bodies and handlers;
 * :mod:`.middleware` - the bearer token and the body cap (pure ASGI, in front of routing);
-* :mod:`.state` - :class:`ServiceState` (verifier, stores, readiness, ``/health``);
+* :mod:`.state` - :class:`ServiceState` (verifier, stores, readiness, ``/v1/health``);
 * :mod:`.dependencies` - how routes get the state; :mod:`.routes` - one router per concern.
 
 It needs the ``[server]`` extra (FastAPI, uvicorn): ``pip install 'citation-guardrail[server]'``.

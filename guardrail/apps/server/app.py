@@ -8,18 +8,22 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from guardrail import __version__
 from guardrail.apps.server.dependencies import state_of
 from guardrail.apps.server.errors import EXCEPTION_HANDLERS
-from guardrail.apps.server.middleware import BearerAuth, BodyLimit, InFlight, RequestWork
+from guardrail.apps.server.middleware import BearerAuth, BodyLimit, DocsContentPolicy, InFlight, RequestWork
 from guardrail.apps.server.routes import ROUTERS
 from guardrail.apps.server.state import ServiceState
 from guardrail.fetch.base import Fetcher
 from guardrail.settings import Settings
 from guardrail.verifier import Verifier
 
-__all__ = ["app_from_env", "create_app"]
+__all__ = ["DOCS_ASSETS_PATH", "app_from_env", "create_app"]
+
+DOCS_ASSETS_PATH = "/docs-assets"
+"""Where the service serves the Swagger UI and ReDoc scripts and styles that /docs and /redoc load."""
 
 SETTLE_SECONDS = 2.0
 """How long the shutdown waits for requests still running (those the server cancelled answer 503)."""
@@ -52,18 +56,25 @@ def create_app(
     cap = max_body_bytes if max_body_bytes is not None else state.settings.max_body_bytes
     if cap < 1:
         raise ValueError("max_body_bytes must be positive")
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI and ReDoc from the fastapi-offline distribution (served
+    # under DOCS_ASSETS_PATH), not from a CDN: the service runs in closed networks too. Swagger
+    # UI's online validator badge would call validator.swagger.io: it is turned off; the pages'
+    # Content-Security-Policy (DocsContentPolicy) refuses what else would leave the machine.
+    app = FastAPIOffline(
         title="Citation guardrail",
         version=__version__,
         description=_DESCRIPTION,
         lifespan=_lifespan,
         exception_handlers=EXCEPTION_HANDLERS,
+        static_url=DOCS_ASSETS_PATH,
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.guardrail = state
     # Added innermost first: the token is checked, then the body read (capped, in time), then the
     # request's work runs under its deadline, cancelled if the client leaves.
     app.state.inflight = InFlight()
     app.add_middleware(RequestWork, timeout=state.settings.request_timeout, inflight=app.state.inflight)
+    app.add_middleware(DocsContentPolicy, paths=frozenset({"/docs", "/redoc"}))
     app.add_middleware(BodyLimit, max_body_bytes=cap, body_timeout=state.settings.body_timeout)
     if state.api_key is not None:  # added last, so it runs first: no body is read without the token
         app.add_middleware(BearerAuth, api_key=state.api_key)

@@ -31,10 +31,51 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from guardrail.apps.server.errors import error_response
 
-__all__ = ["PUBLIC_PATHS", "BearerAuth", "BodyLimit", "InFlight", "RequestWork", "carries_token"]
+__all__ = [
+    "DOCS_CONTENT_POLICY",
+    "PUBLIC_PATHS",
+    "BearerAuth",
+    "BodyLimit",
+    "DocsContentPolicy",
+    "InFlight",
+    "RequestWork",
+    "carries_token",
+]
 
-PUBLIC_PATHS = frozenset({"/health"})
+PUBLIC_PATHS = frozenset({"/v1/health", "/health"})
 """Paths answered without the bearer token."""
+
+
+DOCS_CONTENT_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; worker-src 'self' blob:; frame-ancestors 'none'"
+)
+"""The Content-Security-Policy of the docs pages: nothing is loaded from another host. ReDoc's
+sidebar shows Redocly's logo from cdn.redoc.ly whatever its options say; this policy keeps the
+browser from asking for it (the link text stays)."""
+
+
+class DocsContentPolicy:
+    """Adds :data:`DOCS_CONTENT_POLICY` to the responses of ``paths`` (the Swagger UI and ReDoc
+    pages), so that a browser showing them makes no request outside the service."""
+
+    def __init__(self, app: ASGIApp, *, paths: frozenset[str]) -> None:
+        self.app = app
+        self.paths = paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on; on a docs page, add the policy to the response's headers."""
+        if scope["type"] != "http" or scope.get("path") not in self.paths:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_policy(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), (b"content-security-policy", DOCS_CONTENT_POLICY.encode())]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_policy)
 
 
 def _last_header(scope: Scope, name: str) -> bytes | None:

@@ -57,7 +57,7 @@ _BAD_POLICY = (
 
 
 class VerifyRequest(BaseModel):
-    """``POST /verify``: one claim and the URLs it cites."""
+    """``POST /v1/verify``: one claim and the URLs it cites."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -186,7 +186,7 @@ class FetcherHealth(BaseModel):
 
 
 class PublicHealth(BaseModel):
-    """``GET /health`` without the bearer token (when one is set): the status alone."""
+    """``GET /v1/health`` without the bearer token (when one is set): the status alone."""
 
     status: HealthStatus
 

@@ -87,7 +87,7 @@ class ServiceState:
 
     @property
     def api_key(self) -> str | None:
-        """The bearer token every route but ``/health`` needs (``GUARDRAIL_API_KEY``); None when
+        """The bearer token every route but ``/v1/health`` (and ``/health``) needs (``GUARDRAIL_API_KEY``); None when
         unset or empty."""
         key = self.settings.api_key
         return (key.get_secret_value() or None) if key is not None else None
@@ -141,7 +141,7 @@ class ServiceState:
                 log.exception("closing a store failed")
 
     def health(self, *, detailed: bool = True) -> Health | PublicHealth:
-        """The readiness report of ``GET /health``; without ``detailed``, the status alone (no
+        """The readiness report of ``GET /v1/health``; without ``detailed``, the status alone (no
         paths, no settings, no error texts: what a caller without the token sees)."""
         report = self._full_health()
         return report if detailed else PublicHealth(status=report.status)

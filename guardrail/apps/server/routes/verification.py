@@ -1,5 +1,5 @@
-"""Verification routes: ``POST /verify`` (one claim and its URLs) and ``POST /v1/guard`` (an
-answer, its sources and a policy)."""
+"""Verification routes: ``POST /v1/verify`` (one claim and its URLs; ``POST /verify`` is its
+deprecated alias) and ``POST /v1/guard`` (an answer, its sources and a policy)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,22 @@ __all__ = ["router"]
 router = APIRouter(route_class=StrictJSONRoute)
 
 
-@router.post("/verify", response_model=ClaimReport, tags=["verify"])
+@router.post("/v1/verify", response_model=ClaimReport, tags=["verify"])
 async def verify(body: VerifyRequest, state: State) -> ClaimReport:
     """Verify one claim against each URL it cites: one verdict per unique URL, and the overall label
     (422 above ``GUARDRAIL_MAX_URLS`` unique URLs, 413 for a claim above ``GUARDRAIL_MAX_ANSWER_CHARS``)."""
     return await state.require_verifier().averify(body.claim, body.urls)
+
+
+router.add_api_route(
+    "/verify",
+    verify,
+    methods=["POST"],
+    response_model=ClaimReport,
+    tags=["verify"],
+    deprecated=True,
+    summary="Verify (deprecated alias of /v1/verify)",
+)
 
 
 @router.post("/v1/guard", response_model=GuardedAnswer, tags=["guard"])
