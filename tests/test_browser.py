@@ -23,7 +23,7 @@ import pytest
 
 from guardrail.apps.batch import arun_batch_file
 from guardrail.apps.server import create_app
-from tests.fixtures.server import FixtureServer, Route
+from guardrail.testing import LoopbackSite, Route
 from tests.fixtures.uvicorn_server import served
 from tests.test_batch import fake_verifier as batch_verifier
 from tests.test_batch import mixed_rows, write_jsonl
@@ -110,7 +110,7 @@ def test_docs_and_redoc_render_with_the_network_cut_off(offline: Offline) -> Non
 
 
 def test_batch_report_renders_its_tables_and_badges(
-    offline: Offline, pages: FixtureServer, tmp_path: Path, screenshots: Path
+    offline: Offline, pages: LoopbackSite, tmp_path: Path, screenshots: Path
 ) -> None:
     verifier, _ = batch_verifier()
     rows = write_jsonl(tmp_path / "outputs.jsonl", mixed_rows(pages))
@@ -118,7 +118,7 @@ def test_batch_report_renders_its_tables_and_badges(
     with ThreadPoolExecutor(1) as worker:  # Playwright's sync API keeps an event loop in this thread
         run = arun_batch_file(rows, tmp_path / "report.csv", verifier=verifier, html_path=report_path)
         worker.submit(asyncio.run, run).result()
-    with FixtureServer({"/report.html": Route(body=report_path.read_bytes())}) as site:
+    with LoopbackSite({"/report.html": Route(body=report_path.read_bytes())}) as site:
         page = offline.page
         page.goto(site.url("/report.html"))
         table = page.locator("table").first

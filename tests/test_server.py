@@ -326,9 +326,7 @@ def test_ssrf_guard_is_on_by_default(pages: LoopbackSite) -> None:
     assert pages.hits.get("/boiling", 0) == before
 
 
-def test_routes_live_under_v1_and_the_old_paths_are_deprecated_aliases(
-    client: TestClient, pages: FixtureServer
-) -> None:
+def test_routes_live_under_v1_and_the_old_paths_are_deprecated_aliases(client: TestClient, pages: LoopbackSite) -> None:
     body = {"claim": CLAIM, "urls": [pages.url("/gone-410")]}
     new, old = client.post("/v1/verify", json=body), client.post("/verify", json=body)
     assert new.status_code == old.status_code == 200
