@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from guardrail.core.report import support_summary
 from guardrail.core.schema import AnswerReport
 from guardrail.extras import install_command
 from guardrail.judges.base import Judge
@@ -263,4 +264,4 @@ def print_report(report: AnswerReport, site: LoopbackSite) -> None:
         why = " ".join((verdict.evidence_quote or verdict.reason or "").split())
         print(f"{cited:>{width}} {verdict.label.value:<13} {where:<24} {why[:72]}")
     counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items()))
-    print(f"overall: {report.overall.value} ({counts})")
+    print(f"overall: {report.overall.value} - {support_summary(report)}; citations: {counts}")

@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from guardrail.core.aggregate import aggregate
 from guardrail.core.repair import LINK_KINDS, Repair, plan_repairs
+from guardrail.core.report import support_summary
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
@@ -91,6 +92,7 @@ __all__ = [
     "Repair",
     "apply_policy",
     "render_badge",
+    "render_summary",
     "render_unsafe_badge",
 ]
 
@@ -380,6 +382,11 @@ class GuardedAnswer(BaseModel):
     repairs: list[Repair] = Field(
         default_factory=list, description="Each citation a repairing policy mended (none when blocked)."
     )
+    summary: str = Field(
+        default="",
+        description="One line for under the answer: each kind of claim with its badge and count, then the "
+        "support score (render_summary), in the answer's format.",
+    )
 
 
 class CitationBlocked(Exception):
@@ -410,6 +417,24 @@ def render_badge(
     cls = _policy_field(kind).replace("_", "-")
     title_attr = f' title="{html.escape(title, quote=True)}"' if title else ""
     return f'<span class="citation-verdict citation-verdict--{cls}"{title_attr}>{html.escape(text)}</span>'
+
+
+def render_summary(report: AnswerReport, policy: Policy | None = None, fmt: OutputFormat = "markdown") -> str:
+    """The badges' summary of an answer: each kind of claim with its badge word and count, then
+    :func:`~guardrail.core.report.support_summary`, e.g. ``✅ supported 1 · ⚠️ unverified 3 - support
+    0.25: 1 of 4 checked claims supported (...)``; in HTML a ``<p class="citation-summary">`` whose
+    badges are :func:`render_badge` spans."""
+    chosen = policy or Policy()
+    line = support_summary(report)
+    kinds = [(VerdictKind(kind), n) for kind, n in report.kind_counts.items() if n]
+    if fmt == "markdown":
+        badges = " · ".join(f"{chosen.badges.for_kind(kind)} {n}" for kind, n in kinds)
+        return f"{badges} - {line}" if badges else line
+    if fmt != "html":
+        raise ValueError(f"unknown format {fmt!r}; choose markdown or html")
+    badges = " · ".join(f"{render_badge(kind, chosen, 'html')} {n}" for kind, n in kinds)
+    body = f"{badges} - {html.escape(line)}" if badges else html.escape(line)
+    return f'<p class="citation-summary">{body}</p>'
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,6 +537,7 @@ class _Application:
             format=self.fmt,
             unsafe_links=self.unsafe,
             repairs=[] if blocked else list(self.repairs.values()),
+            summary=render_summary(self.report, self.policy, self.fmt),
         )
 
     def _collect(self) -> bool:

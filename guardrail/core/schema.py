@@ -448,8 +448,26 @@ class AnswerReport(BaseModel):
 
     answer: str
     claims: list[AnswerClaim] = Field(default_factory=list)
-    overall: Label = Label.not_found
-    label_counts: dict[str, int] = Field(default_factory=dict)
+    overall: Label = Field(
+        default=Label.not_found,
+        description="The answer's label: supported only when every claim that cites something is; "
+        "contradicted when any claim is; else the worst left (not_found, then unreachable); not_found "
+        "when nothing is cited (guardrail.core.aggregate.aggregate_answer).",
+    )
+    support_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Supported claims / checked claims (like Vertex AI's supportScore for an answer); claims "
+        "that could not be checked or cite nothing are not counted; None when no claim was checked.",
+    )
+    checked_claims: int = Field(default=0, ge=0, description="The claims support_score is over.")
+    kind_counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many claims that cite something read each kind (supported, contradicted, not_found, "
+        "dead_link, could_not_check).",
+    )
+    label_counts: dict[str, int] = Field(default_factory=dict, description="How many citations read each label.")
     references: list[Reference] = Field(default_factory=list)
     references_start: int | None = Field(
         default=None, description="UTF-8 byte offset of the trailing reference section (heading included)."

@@ -34,6 +34,7 @@ from guardrail.apps.cli.common import (
     warn_if_no_judge,
 )
 from guardrail.apps.cli.console import ui
+from guardrail.core.report import support_summary
 from guardrail.core.schema import ClaimReport
 from guardrail.extras import MissingExtraError, require_extra
 from guardrail.settings import ConfigurationError
@@ -270,8 +271,12 @@ def check(
         sys.stdout.write(guarded.model_dump_json(indent=2) + "\n")
     else:
         sys.stdout.write(guarded.text if guarded.text.endswith("\n") else guarded.text + "\n")
-        counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "no citations"
-        ui.err.print(f"overall: {label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
+        counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "none"
+        ui.err.print(
+            f"overall: {label_text(report.overall)} - {escape(support_summary(report))}; citations: {counts}"
+            + (" - blocked" if guarded.blocked else ""),
+            soft_wrap=True,
+        )
         for repair in guarded.repairs:
             ui.err.print(
                 Text(f"repaired ({repair.why}): {repair.old_citation} -> {repair.new_citation} in {repair.claim!r}"),
@@ -330,7 +335,7 @@ def demo(
             )
     ui.out.print(table)
     ui.out.print(
-        f"overall: {label_text(report.overall)} in {elapsed:.1f} s "
+        f"overall: {label_text(report.overall)} - {escape(support_summary(report))} - in {elapsed:.1f} s "
         f"(judge: {describe_judge(verifier.judge)}, embedder: {verifier.embedder.name})"
     )
     fail_on_internal_errors(report)
