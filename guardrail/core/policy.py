@@ -94,6 +94,7 @@ __all__ = [
     "render_badge",
     "render_summary",
     "render_unsafe_badge",
+    "verdict_title",
 ]
 
 OutputFormat = Literal["markdown", "html"]
@@ -469,8 +470,10 @@ class _Edit:
     removal: bool = False  # a pure removal, subject to whitespace clean-up
 
 
-def _title(verdict: UrlVerdict) -> str | None:
-    return verdict.evidence_quote or verdict.reason
+def verdict_title(verdict: UrlVerdict) -> str | None:
+    """What a verdict's badge shows on hover (its HTML ``title``): the evidence quote, else the
+    reason in its plain sentence (``describe_reason``; the code itself for a code of no stage of ours)."""
+    return verdict.evidence_quote or verdict.reason_text or verdict.reason
 
 
 def _item_key(ref: CitationRef, n: int) -> str:
@@ -620,9 +623,9 @@ class _Application:
         owner = next((u for u in uses if not u.ref.inherited), uses[0])
         specs: list[BadgeSpec] = []
         if owner.repair is not None and not strip:
-            specs.append((owner.repair.why, _title(owner.verdict)))
+            specs.append((owner.repair.why, verdict_title(owner.verdict)))
         if Action.annotate in owner.actions:
-            specs.append((owner.kind, _title(owner.verdict)))
+            specs.append((owner.kind, verdict_title(owner.verdict)))
         for u in uses:
             # A re-pointed marker no longer cites its old entry.
             self._note_ref(u.ref, strip or (u.repair is not None and u.repair.why == RepairKind.repointed))
@@ -631,7 +634,7 @@ class _Application:
             if u is owner and specs:
                 applied.badge = " ".join(self._badge(spec) for spec in specs)
             elif u.ref.inherited and Action.annotate in u.actions and owner.kind != u.kind:
-                spec = (u.kind, _title(u.verdict))
+                spec = (u.kind, verdict_title(u.verdict))
                 self.claim_end_badges.setdefault(u.claim, []).append(spec)
                 applied.badge = self._badge(spec)
         return specs
@@ -644,14 +647,14 @@ class _Application:
             for u in uses:
                 self._note_ref(u.ref, Action.strip in u.actions)
                 if u.repair is not None:
-                    spec: BadgeSpec = (u.repair.why, _title(u.verdict))
+                    spec: BadgeSpec = (u.repair.why, verdict_title(u.verdict))
                     self.claim_end_badges.setdefault(ci, []).append(spec)
                     self.applied[(u.claim, u.cit)].badge = self._badge(spec)
             if overall is None or Action.annotate not in self.policy.actions_for(overall):
                 continue
             same = [u.verdict for u in uses if u.kind == overall]
             best = next((v for v in same if v.evidence_quote), same[0] if same else None)
-            spec = (overall, _title(best) if best else None)
+            spec = (overall, verdict_title(best) if best else None)
             self.claim_end_badges.setdefault(ci, []).append(spec)
             for u in uses:
                 self.applied[(u.claim, u.cit)].badge = self._badge(spec)

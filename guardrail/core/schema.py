@@ -94,8 +94,10 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     Reason.unsupported_content_encoding.value: "The body came in a content coding we did not ask for "
     "(we accept gzip or deflate, one layer): br, zstd, stacked codings; not read.",
     Reason.too_large.value: "The body passed the size cap (default 5 MB); the download was stopped there.",
-    Reason.blocked_address.value: "The host resolves to a private, loopback, link-local, multicast, "
-    "reserved or metadata address (SSRF guard).",
+    Reason.blocked_address.value: "Our SSRF policy refused to fetch this host because it is or resolves to a "
+    "private, loopback, link-local or reserved address, so the page was not checked (it may be fine): to check "
+    "intranet pages, pass --allow-private-hosts, set GUARDRAIL_ALLOW_PRIVATE_HOSTS=1 or "
+    "Settings(allow_private_hosts=True) (cloud metadata addresses stay refused).",
     Reason.invalid_url.value: "Not an http(s) URL, or not parseable.",
     Reason.evidence_quote_not_in_source.value: "The judge's quote is not in the passages it was shown.",
     Reason.judge_error.value: "The judge failed (malformed answer, refusal, timeout, 429/5xx) after retries.",
@@ -120,6 +122,17 @@ REASON_DESCRIPTIONS: dict[str, str] = {
 }
 
 
+def describe_reason(reason: str | None) -> str | None:
+    """The one plain sentence a person reads for ``reason`` (``http_404``: the ``http_<code>``
+    sentence with its status); None for no reason or a code of no stage of ours (a custom judge's)."""
+    if reason is None:
+        return None
+    status = status_of_reason(reason)
+    if status is not None:
+        return REASON_DESCRIPTIONS["http_<code>"].replace("<code>", str(status))
+    return REASON_DESCRIPTIONS.get(reason)
+
+
 def http_reason(status: int) -> str:
     """The reason code for an origin HTTP error status, e.g. ``http_404``."""
     return f"http_{status}"
@@ -130,6 +143,7 @@ RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
 ACCESS_DENIED_STATUSES = frozenset({401, 403, 407, 451})
 """Statuses that refuse *us* (a login, a bot wall, a proxy, a legal block): the page may be fine."""
 _TRANSPORT_UNCHECKED = frozenset({Reason.fetch_timeout.value, Reason.fetch_error.value})
+_POLICY_REFUSED = frozenset({Reason.blocked_address.value})
 _OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value, Reason.deadline.value})
 
 
@@ -138,6 +152,13 @@ def is_our_failure(reason: str | None) -> bool:
     (``internal_error``), of the judge (``judge_error``), or the call's ``deadline``. Worth checking
     again later; read ``could_not_check``."""
     return reason in _OUR_FAILURES
+
+
+def is_refused_by_policy(reason: str | None) -> bool:
+    """A page our own SSRF policy would not fetch (``blocked_address``: an intranet or loopback
+    host): never read, so neither dead nor the page's fault; read ``could_not_check``, and the
+    reason's sentence says how to allow private hosts."""
+    return reason in _POLICY_REFUSED
 
 
 def status_of_reason(reason: str | None) -> int | None:
@@ -167,8 +188,9 @@ class VerdictKind(str, Enum):
 
     The judged labels stand for themselves; ``unreachable`` splits into ``dead_link`` (the page is
     gone: 404, 410, no such host, an unusable URL) and ``could_not_check`` (the page did not answer
-    now or refused us), and ``could_not_check`` also takes our own failures (``internal_error``,
-    ``judge_error``, ``deadline``), which are labelled ``not_found`` but are never the page's fault.
+    now or refused us, or our SSRF policy refused its host: ``blocked_address``), and
+    ``could_not_check`` also takes our own failures (``internal_error``, ``judge_error``,
+    ``deadline``), which are labelled ``not_found`` but are never the page's fault.
     """
 
     supported = "supported"
@@ -184,7 +206,8 @@ class VerdictKind(str, Enum):
 def verdict_kind(label: Label, reason: str | None) -> VerdictKind:
     """The :class:`VerdictKind` of a verdict with ``label`` and ``reason``."""
     if label == Label.unreachable:
-        return VerdictKind.could_not_check if is_unchecked_reason(reason) else VerdictKind.dead_link
+        unchecked = is_unchecked_reason(reason) or is_refused_by_policy(reason)
+        return VerdictKind.could_not_check if unchecked else VerdictKind.dead_link
     if label == Label.not_found and is_our_failure(reason):
         return VerdictKind.could_not_check
     return VerdictKind(label.value)
@@ -316,6 +339,12 @@ class UrlVerdict(BaseModel):
     def kind(self) -> VerdictKind:
         """How the verdict reads: a judged label, ``dead_link`` or ``could_not_check``."""
         return verdict_kind(self.label, self.reason)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reason_text(self) -> str | None:
+        """The reason in one plain sentence (:func:`describe_reason`), for a person to read."""
+        return describe_reason(self.reason)
 
 
 class SuggestedCitation(BaseModel):

@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.summary import BatchSummary, format_precision
-from guardrail.core.policy import Badges, Policy, apply_policy, render_badge
+from guardrail.core.policy import Badges, Policy, apply_policy, render_badge, verdict_title
 from guardrail.core.schema import AnswerReport, Label, RepairKind, UrlVerdict, VerdictKind
 
 __all__ = ["Badge", "answer_parts", "render_html"]
@@ -41,7 +41,8 @@ _HTTP_URL = re.compile(r"^https?://", re.I)
 @dataclass(frozen=True)
 class Badge:
     """A verdict's badge as the report shows it: its words, its colours (``citation-verdict--<name>``)
-    and, on hover, the evidence quote or the reason."""
+    and, on hover, its :func:`~guardrail.core.policy.verdict_title` (the evidence quote, else the
+    reason's plain sentence)."""
 
     name: str
     text: str
@@ -69,7 +70,7 @@ def answer_parts(report: AnswerReport) -> list[str | Badge]:
     verdicts = [
         v for claim in report.claims for v in (*claim.verdicts, *(s.verdict for s in claim.suggested_citations))
     ]
-    titles = {None} | {t for v in verdicts for t in (v.evidence_quote, v.reason)}
+    titles = {None} | {verdict_title(v) for v in verdicts}
     known = {render_badge(kind, policy, "html", t): _badge(kind, t) for kind in _BADGE_KINDS for t in titles}
     parts: list[str | Badge] = []
     pos = 0
@@ -78,7 +79,7 @@ def answer_parts(report: AnswerReport) -> list[str | Badge]:
         pos = match.end()
     parts.append(text[pos:])
     if any(isinstance(part, str) and nonce in part for part in parts):
-        raise RuntimeError("apply_policy wrote a badge whose title is no verdict's evidence quote or reason")
+        raise RuntimeError("apply_policy wrote a badge whose title is no verdict's verdict_title")
     return [part for part in parts if part != ""]
 
 
@@ -109,6 +110,7 @@ class _Citation:
     final_url: str | None
     badge: Badge
     reason: str
+    reason_text: str
     confidence: str
     quote: str
 
@@ -166,8 +168,9 @@ def _citation(index: int, claim: str, v: UrlVerdict) -> _Citation:
         claim=claim,
         url=v.url,
         final_url=v.final_url if v.final_url and v.final_url != v.url else None,
-        badge=_badge(v.kind, v.evidence_quote or v.reason),
+        badge=_badge(v.kind, verdict_title(v)),
         reason=v.reason or "",
+        reason_text=v.reason_text or "",
         confidence=f"{v.confidence:.2f}",
         quote=v.evidence_quote or "",
     )

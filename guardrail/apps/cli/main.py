@@ -30,6 +30,7 @@ from guardrail.apps.cli.common import (
     label_text,
     load_settings,
     open_run,
+    unchecked_lines,
     verdict_text,
     warn_if_no_judge,
 )
@@ -62,15 +63,15 @@ def render_claim_report(report: ClaimReport, console: Console) -> None:
     table = Table(title=escape(report.claim), title_justify="left", show_lines=True, expand=True)
     table.add_column("URL", overflow="fold", ratio=3)
     table.add_column("label", no_wrap=True)
-    table.add_column("reason", overflow="fold")
+    table.add_column("reason", overflow="fold", ratio=3)
     table.add_column("conf.", justify="right", no_wrap=True)
     table.add_column("evidence quote", overflow="fold", ratio=4)
     for c in report.citations:
         url = c.url if not c.final_url or c.final_url == c.url else f"{c.url}\n→ {c.final_url}"
+        # The code, then the sentence a person reads (for blocked_address: how to allow private hosts).
+        reason = "\n".join(escape(part) for part in (c.reason, c.reason_text) if part)
         # Page text and URLs are data: escape them so "[bold]" in a quote is not rich markup.
-        table.add_row(
-            escape(url), verdict_text(c), c.reason or "", f"{c.confidence:.2f}", escape(c.evidence_quote or "")
-        )
+        table.add_row(escape(url), verdict_text(c), reason, f"{c.confidence:.2f}", escape(c.evidence_quote or ""))
     console.print(table)
     console.print(f"overall: {label_text(report.overall)}")
 
@@ -277,6 +278,8 @@ def check(
             + (" - blocked" if guarded.blocked else ""),
             soft_wrap=True,
         )
+        for line in unchecked_lines(report):
+            ui.err.print(Text(line), soft_wrap=True)
         for repair in guarded.repairs:
             ui.err.print(
                 Text(f"repaired ({repair.why}): {repair.old_citation} -> {repair.new_citation} in {repair.claim!r}"),
@@ -302,7 +305,7 @@ def demo(
     command serves on 127.0.0.1, and the embedded judge decides. Exits 3 when a citation could not
     be checked because of a failure of our own (internal_error)."""
     from guardrail.apps.demo import LoopbackSite, demo_answer, demo_routes, demo_verifier, describe_judge
-    from guardrail.core.policy import Policy, apply_policy
+    from guardrail.core.policy import Policy, apply_policy, verdict_title
 
     settings = load_settings()
     with LoopbackSite(demo_routes()) as site:
@@ -331,7 +334,7 @@ def demo(
                 escape(claim.text),
                 escape(verdict.url.replace(site.base, "")),
                 verdict_text(verdict),
-                escape(verdict.evidence_quote or verdict.reason or ""),
+                escape(verdict_title(verdict) or ""),
             )
     ui.out.print(table)
     ui.out.print(
