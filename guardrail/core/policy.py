@@ -91,6 +91,7 @@ __all__ = [
     "Policy",
     "Repair",
     "apply_policy",
+    "missing_text",
     "render_badge",
     "render_summary",
     "render_unsafe_badge",
@@ -472,8 +473,18 @@ class _Edit:
 
 def verdict_title(verdict: UrlVerdict) -> str | None:
     """What a verdict's badge shows on hover (its HTML ``title``): the evidence quote, else the
-    reason in its plain sentence (``describe_reason``; the code itself for a code of no stage of ours)."""
-    return verdict.evidence_quote or verdict.reason_text or verdict.reason
+    reason in its plain sentence (``describe_reason``; the code itself for a code of no stage of
+    ours), then the parts of the claim the page does not back (``Not backed: a; b``), if any."""
+    head = verdict.evidence_quote or verdict.reason_text or verdict.reason
+    missing = missing_text(verdict.missing_parts)
+    return " ".join(part for part in (head, missing) if part) or None
+
+
+def missing_text(parts: list[str] | None) -> str | None:
+    """The parts of a claim a page does not back, for a person: ``Not backed: a; b.`` (None: none)."""
+    if not parts:
+        return None
+    return f"Not backed: {'; '.join(part.rstrip('.') for part in parts)}."
 
 
 def _item_key(ref: CitationRef, n: int) -> str:

@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.summary import BatchSummary, format_precision
-from guardrail.core.policy import Badges, Policy, apply_policy, render_badge, verdict_title
+from guardrail.core.policy import Badges, Policy, apply_policy, missing_text, render_badge, verdict_title
 from guardrail.core.schema import AnswerReport, Label, RepairKind, UrlVerdict, VerdictKind
 
 __all__ = ["Badge", "answer_parts", "render_html"]
@@ -113,6 +113,7 @@ class _Citation:
     reason_text: str
     confidence: str
     quote: str
+    missing: str
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,7 @@ def _citation(index: int, claim: str, v: UrlVerdict) -> _Citation:
         reason_text=v.reason_text or "",
         confidence=f"{v.confidence:.2f}",
         quote=v.evidence_quote or "",
+        missing=missing_text(v.missing_parts) or "",
     )
 
 

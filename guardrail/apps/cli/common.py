@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from guardrail.apps.cli.console import ui
+from guardrail.core.policy import missing_text
 from guardrail.core.schema import AnswerReport, Label, UrlVerdict, VerdictKind, describe_reason
 from guardrail.extras import install_command
 from guardrail.runtime import Runtime, build_runtime
@@ -113,6 +114,13 @@ def unchecked_lines(report: AnswerReport) -> list[str]:
         f"could not check {n} citation{'s' if n != 1 else ''} ({reason}): {describe_reason(reason) or reason}"
         for reason, n in counts.items()
     ]
+
+
+def explain(verdict: UrlVerdict) -> str:
+    """Why a verdict is what it is, in one cell: its evidence quote, else its reason code and the
+    reason's sentence; then the parts of the claim its page does not back."""
+    why = verdict.evidence_quote or ": ".join(p for p in (verdict.reason, verdict.reason_text) if p)
+    return " ".join(p for p in (why, missing_text(verdict.missing_parts)) if p)
 
 
 EXIT_INTERNAL_ERROR = 3

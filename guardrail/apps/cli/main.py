@@ -26,6 +26,7 @@ from guardrail.apps.cli.common import (
     UseAudit,
     UseCache,
     bad_input,
+    explain,
     fail_on_internal_errors,
     label_text,
     load_settings,
@@ -35,6 +36,7 @@ from guardrail.apps.cli.common import (
     warn_if_no_judge,
 )
 from guardrail.apps.cli.console import ui
+from guardrail.core.policy import missing_text
 from guardrail.core.report import support_summary
 from guardrail.core.schema import ClaimReport
 from guardrail.extras import MissingExtraError, require_extra
@@ -59,7 +61,9 @@ def _root() -> None:
 
 
 def render_claim_report(report: ClaimReport, console: Console) -> None:
-    """A readable table: one row per citation with its evidence quote, then the overall label."""
+    """A readable table: one row per citation with its reason (code and sentence), its evidence
+    quote and the parts of the claim its page does not back; then the overall label, why, and the
+    parts no cited page backs."""
     table = Table(title=escape(report.claim), title_justify="left", show_lines=True, expand=True)
     table.add_column("URL", overflow="fold", ratio=3)
     table.add_column("label", no_wrap=True)
@@ -71,9 +75,13 @@ def render_claim_report(report: ClaimReport, console: Console) -> None:
         # The code, then the sentence a person reads (for blocked_address: how to allow private hosts).
         reason = "\n".join(escape(part) for part in (c.reason, c.reason_text) if part)
         # Page text and URLs are data: escape them so "[bold]" in a quote is not rich markup.
-        table.add_row(escape(url), verdict_text(c), reason, f"{c.confidence:.2f}", escape(c.evidence_quote or ""))
+        evidence = "\n".join(escape(part) for part in (c.evidence_quote, missing_text(c.missing_parts)) if part)
+        table.add_row(escape(url), verdict_text(c), reason, f"{c.confidence:.2f}", evidence)
     console.print(table)
-    console.print(f"overall: {label_text(report.overall)}")
+    why = f" ({escape(report.reason)}: {escape(report.reason_text or '')})" if report.reason else ""
+    console.print(f"overall: {label_text(report.overall)}{why}")
+    if report.missing_parts:
+        console.print(Text(f"not backed by any cited page: {'; '.join(report.missing_parts)}"))
 
 
 @app.command()
@@ -305,7 +313,7 @@ def demo(
     command serves on 127.0.0.1, and the embedded judge decides. Exits 3 when a citation could not
     be checked because of a failure of our own (internal_error)."""
     from guardrail.apps.demo import LoopbackSite, demo_answer, demo_routes, demo_verifier, describe_judge
-    from guardrail.core.policy import Policy, apply_policy, verdict_title
+    from guardrail.core.policy import Policy, apply_policy
 
     settings = load_settings()
     with LoopbackSite(demo_routes()) as site:
@@ -334,7 +342,7 @@ def demo(
                 escape(claim.text),
                 escape(verdict.url.replace(site.base, "")),
                 verdict_text(verdict),
-                escape(verdict_title(verdict) or ""),
+                escape(explain(verdict)),
             )
     ui.out.print(table)
     ui.out.print(
