@@ -8,6 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from guardrail import Settings, Verifier, apply_policy, render_summary
+from guardrail.apps.batch.report import render_html
+from guardrail.apps.batch.results import RowResult
+from guardrail.apps.batch.summary import summarize
 from guardrail.apps.server import create_app
 from guardrail.core.report import assemble_report, support_summary
 from guardrail.core.schema import AnswerClaim, Label, Reason, UrlVerdict
@@ -95,6 +98,10 @@ def test_a_verified_one_in_four_answer_and_its_badges_summary(pages: FixtureServ
     html = render_summary(report, fmt="html")
     assert html.startswith('<p class="citation-summary"><span class="citation-verdict citation-verdict--supported">')
     assert html.endswith(" 3 - support 0.25: 1 of 4 checked claims supported (1 supported, 3 not_found)</p>")
+
+    results = [RowResult(id="r1", line=1, kind="answer", digest="d", answer_report=report)]
+    page = render_html(results, summarize(results))
+    assert f'<p class="support">overall: not_found - {support_summary(report)}</p>' in page
 
     with TestClient(create_app(verifier=verifier)) as client:
         body = client.post("/v1/guard", json={"answer": one_in_four(pages)}).json()

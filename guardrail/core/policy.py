@@ -407,7 +407,8 @@ def render_badge(
     title: str | None = None,
 ) -> str:
     """The badge for ``label``, a verdict kind or a repair: its text in markdown, or an HTML
-    ``<span>`` whose ``title`` is the evidence quote (class ``citation-verdict
+    ``<span>`` whose ``title`` is ``title`` (:func:`apply_policy` passes :func:`verdict_title`: the
+    evidence quote or the reason's sentence, and the parts not backed) (class ``citation-verdict
     citation-verdict--<name>``, the name being the label with ``-`` for ``_``, ``unreachable`` for
     dead links, ``could-not-check``, ``archived-copy``, ``repointed``)."""
     kind = label if isinstance(label, RepairKind) else _as_kind(label)
@@ -495,7 +496,8 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
     """Apply ``policy`` (default :class:`Policy`) to the answer in ``report``; see the module docs.
 
     ``fmt`` is ``"markdown"`` (badge text) or ``"html"`` (badges as inline ``<span>`` elements with
-    the evidence quote as their escaped ``title``; the rest of the answer is left as it is).
+    :func:`verdict_title` as their escaped ``title``; the rest of the answer is left as it is).
+    ``GuardedAnswer.summary`` is :func:`render_summary` in the same format.
     Claims without verdicts (nothing cited, nothing to check) are left alone. Raises
     :class:`CitationBlocked` when the policy blocks and ``policy.raise_on_block`` is set.
     """
@@ -505,7 +507,7 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
 
 
 BadgeSpec = tuple[BadgeKind, "str | None"]
-"""A badge to render: the verdict's kind (or the repair's) and its title (the evidence quote or the reason)."""
+"""A badge to render: the verdict's kind (or the repair's) and its title (:func:`verdict_title`)."""
 
 
 class _Application:

@@ -24,6 +24,7 @@ from markupsafe import Markup
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.summary import BatchSummary, format_precision
 from guardrail.core.policy import Badges, Policy, apply_policy, missing_text, render_badge, verdict_title
+from guardrail.core.report import support_summary
 from guardrail.core.schema import AnswerReport, Label, RepairKind, UrlVerdict, VerdictKind
 
 __all__ = ["Badge", "answer_parts", "render_html"]
@@ -141,6 +142,7 @@ class _Row:
     error: str | None
     claim: str | None
     answer: list[str | Badge] | None
+    support: str | None
     citations: list[_Citation]
 
 
@@ -178,6 +180,11 @@ def _citation(index: int, claim: str, v: UrlVerdict) -> _Citation:
     )
 
 
+def _support(report: AnswerReport) -> str:
+    """The answer's line under it: its label by the answer-level rule and its support score."""
+    return f"overall: {report.overall} - {support_summary(report)}"
+
+
 def _row(result: RowResult) -> _Row:
     ok = result.error is None
     return _Row(
@@ -187,6 +194,7 @@ def _row(result: RowResult) -> _Row:
         error=result.error,
         claim=result.claim_report.claim if ok and result.claim_report is not None else None,
         answer=answer_parts(result.answer_report) if ok and result.answer_report is not None else None,
+        support=_support(result.answer_report) if ok and result.answer_report is not None else None,
         citations=[_citation(i, claim, v) for i, claim, v in result.verdicts()],
     )
 
