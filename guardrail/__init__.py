@@ -21,9 +21,10 @@ from guardrail.core.policy import (
     Policy,
     apply_policy,
     render_badge,
+    render_summary,
 )
 from guardrail.core.repair import Repair, plan_repairs
-from guardrail.core.report import merge_reports
+from guardrail.core.report import merge_reports, support_summary
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
@@ -132,6 +133,8 @@ __all__ = [
     "observing",
     "plan_repairs",
     "render_badge",
+    "render_summary",
     "stream_cut",
+    "support_summary",
 ]
 __version__ = "0.2.0"

@@ -32,7 +32,13 @@ JUDGE_SEEDS: list[tuple[str, str, list[str], str, str | None]] = [
         "contradicted",
         None,
     ),
-    ("It starred Brad Pitt and Kate Winslet.", "/titanic", [verdict_json("not_found")], "not_found", None),
+    (
+        "It starred Brad Pitt and Kate Winslet.",
+        "/titanic",
+        [verdict_json("not_found")],
+        "not_found",
+        "no_relevant_passage",
+    ),
     (  # the model obeys an injection and quotes a sentence that is not in the page: the quote guard
         "Water boils at 100 degrees Celsius at sea level.",
         "/boiling",

@@ -141,7 +141,7 @@ def test_archive_off_sends_the_archive_nothing(origin: LoopbackSite, wayback: Wa
 def test_links_that_are_not_gone_or_are_private_are_never_looked_up(origin: LoopbackSite, wayback: WaybackSite) -> None:
     private = "http://127.0.0.1:9/alder"  # a loopback port the guard refuses: blocked_address
     report = verifier(origin, wayback).verify(CLAIM, [origin.url("/live"), private, "ftp://example.org/x"])
-    assert [v.reason for v in report.citations] == [None, "blocked_address", "invalid_url"]
+    assert [v.reason for v in report.citations] == ["no_relevant_passage", "blocked_address", "invalid_url"]
     assert wayback.hits == {}
 
 

@@ -228,7 +228,7 @@ async def test_html_report_charts_reasons_and_lists_contradictions_first(tmp_pat
     reasons = page.split("<h2>Reasons</h2>")[1].split("<h2>Contradicted citations")[0]
     assert [m[0] for m in bar.findall(labels)] == ["supported", "contradicted", "not_found", "unreachable"]
     # One bar per reason (no label colour), sized by its share of all citations.
-    assert s.reasons == {"judge": 6, "http_404": 1, "http_410": 1}
+    assert s.reasons == {"judge": 5, "http_404": 1, "http_410": 1, "no_relevant_passage": 1}
     assert bar.findall(reasons) == [(name, "", f"{100 * n / s.citations:.1f}", str(n)) for name, n in s.reasons.items()]
     # The contradicted citations come first, each with the row, claim, URL and evidence quote.
     contradicted = page.split("<h2>Contradicted citations (2)</h2>")[1].split("<h2>Rows</h2>")[0]
@@ -431,7 +431,7 @@ def test_cli_batch_prints_figures_and_the_label_reason_table(
     assert table == [
         ["supported", "judge", "1", "20.0%"],
         ["contradicted", "judge", "1", "20.0%"],
-        ["not_found", "judge", "1", "20.0%"],
+        ["not_found", "no_relevant_passage", "1", "20.0%"],
         ["unreachable", "http_404", "1", "20.0%"],
         ["unreachable", "http_410", "1", "20.0%"],
     ]

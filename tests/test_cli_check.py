@@ -93,6 +93,23 @@ def test_check_annotate_puts_a_badge_on_every_citation(
     )
 
 
+def test_check_last_line_gives_the_answer_level_rule_and_support_score(
+    pages: LoopbackSite, env: dict[str, str], tmp_path: Path
+) -> None:
+    text = (
+        "Pure water boils at 100 degrees Celsius at sea level [1]. The Eiffel Tower is in Paris [2]. "
+        "Mount Everest is the highest mountain on Earth [2]. The Moon orbits the Earth [2].\n\n"
+        f"[1]: {pages.url('/boiling')}\n[2]: {pages.url('/tomatoes')}\n"
+    )
+    result = runner.invoke(app, ["check", str(write(tmp_path, "answer.md", text)), "--allow-private-hosts"], env=env)
+    assert result.exit_code == 0, result.output
+    last = " ".join(result.stderr.split())  # whatever the terminal width
+    assert (
+        "overall: not_found - support 0.25: 1 of 4 checked claims supported (1 supported, 3 not_found); "
+        "citations: 3 not_found, 1 supported"
+    ) in last
+
+
 def test_check_strip_reads_stdin(pages: LoopbackSite, env: dict[str, str]) -> None:
     result = runner.invoke(
         app, ["check", "-", "--policy", "strip", "--allow-private-hosts"], input=answer(pages), env=env

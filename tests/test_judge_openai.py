@@ -399,7 +399,7 @@ async def test_injected_page_stays_data_end_to_end(llm: FakeLLMServer) -> None:
     llm.responder = page_reader
     report = await make_verifier(llm).averify("Water covers 90 percent of the Earth.", [INJECTED_URL])
     [citation] = report.citations
-    assert citation.label == Label.not_found and citation.reason is None
+    assert citation.label == Label.not_found and citation.reason == "no_relevant_passage"
 
 
 def test_sync_verify_with_the_openai_judge(llm: FakeLLMServer) -> None:

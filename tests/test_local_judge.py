@@ -316,17 +316,18 @@ def test_contradicted_quotes_the_sentence_and_needs_its_threshold() -> None:
     assert weak.label == "not_found"
 
 
-def test_support_quotes_the_window_only_where_the_sentence_alone_does_not_read_as_support() -> None:
+def test_support_quotes_the_sentence_and_keeps_the_window_as_context_where_the_window_decided() -> None:
     claim = "Titanic was directed by James Cameron."
     passage = "Titanic is a 1997 film. It was directed by James Cameron. It was a hit."
     window = "Titanic is a 1997 film. It was directed by James Cameron."
     read = f"Titanic: {window}"  # the passage opens with its topic's name: what the model reads
     verdict = _decided(claim, passage, {read: (0.97, 0.02, 0.01)})
-    assert verdict.label == "supported" and verdict.evidence_quote == window
+    assert verdict.label == "supported" and verdict.evidence_quote == "It was directed by James Cameron."
+    assert verdict.context == window
     both = _decided(
         claim, passage, {read: (0.97, 0.02, 0.01), "Titanic: It was directed by James Cameron.": (0.96, 0.02, 0.02)}
     )
-    assert both.evidence_quote == "It was directed by James Cameron."
+    assert both.evidence_quote == "It was directed by James Cameron." and both.context is None
 
 
 def test_a_decision_fitted_on_other_features_is_refused() -> None:

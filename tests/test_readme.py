@@ -5,17 +5,23 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from guardrail.core.schema import Reason
+from guardrail.core.schema import REASON_DESCRIPTIONS, Reason
 from guardrail.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def test_every_reason_code_is_in_the_reason_table() -> None:
+def test_the_reason_table_gives_each_code_its_one_sentence() -> None:
+    """Every reason code is in the README's table with exactly the sentence the code shows people
+    (REASON_DESCRIPTIONS), and each of those is one sentence."""
     table = README.split("### Reason codes", 1)[1].split("\n## ", 1)[0]
-    documented = set(re.findall(r"^\| `([a-z_<>0-9]+)` \|", table, flags=re.M))
-    assert {r.value for r in Reason} | {"http_<code>"} <= documented
+    rows = dict(re.findall(r"^\| `([a-z_<>0-9]+)` \| [^|]+ \| (.+) \|$", table, flags=re.M))
+    assert {r.value for r in Reason} | {"http_<code>"} == set(REASON_DESCRIPTIONS)
+    assert rows == REASON_DESCRIPTIONS
+    for code, sentence in REASON_DESCRIPTIONS.items():
+        assert re.fullmatch(r"[A-Z][^\n]*\.", sentence), code
+        assert len(re.findall(r"[.!?](?:\s|$)", sentence)) == 1, f"{code}: one sentence, not several"
 
 
 def test_every_setting_is_in_the_configuration_table() -> None:

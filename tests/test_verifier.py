@@ -62,16 +62,26 @@ def test_supported_contradicted_and_unreachable(fetcher: StaticFetcher) -> None:
 def test_json_shape_is_exactly_the_documented_one(fetcher: StaticFetcher) -> None:
     v = Verifier(fetcher=fetcher, judge=OverlapJudge(), embedder=HashEmbedder())
     data = v.verify(CLAIM, ["https://a.example/boiling"]).model_dump(mode="json")
-    assert set(data) == {"claim", "overall", "citations", "reason", "missing_parts", "suggested_citations"}
+    assert set(data) == {
+        "claim",
+        "overall",
+        "citations",
+        "reason",
+        "reason_text",
+        "missing_parts",
+        "suggested_citations",
+    }
     assert set(data["citations"][0]) == {
         "url",
         "label",
         "evidence_quote",
+        "context",
         "confidence",
         "final_url",
         "original_status",
         "rid",
         "reason",
+        "reason_text",
         "kind",
         "supported_parts",
         "missing_parts",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from guardrail.core.report import support_summary
 from guardrail.core.schema import AnswerReport
 from guardrail.extras import install_command
 from guardrail.judges.base import Judge
@@ -174,4 +175,4 @@ def print_report(report: AnswerReport, site: LoopbackSite) -> None:
         why = " ".join((verdict.evidence_quote or verdict.reason or "").split())
         print(f"{cited:>{width}} {verdict.label.value:<13} {where:<24} {why[:72]}")
     counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items()))
-    print(f"overall: {report.overall.value} ({counts})")
+    print(f"overall: {report.overall.value} - {support_summary(report)}; citations: {counts}")

@@ -25,8 +25,9 @@ the call's deadline passed before the fetch ended          not_found       deadl
 anything else                                              usable (sent to the judge)
 =========================================================  ==============  ==========================
 
-Whether an ``unreachable`` page is gone (a dead link) or could not be checked now is read off its
-reason by :func:`guardrail.core.schema.verdict_kind`.
+Whether an ``unreachable`` page is gone (a dead link) or could not be checked (now, or at all under
+our SSRF policy: ``blocked_address``) is read off its reason by
+:func:`guardrail.core.schema.verdict_kind`.
 
 "Short" means both few non-whitespace characters of readable text (under 800 for a soft
 404, 1500 for a bot wall) and few full sentences (at most five of eight words or more):

@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from guardrail.core.aggregate import aggregate
 from guardrail.core.repair import LINK_KINDS, Repair, plan_repairs
+from guardrail.core.report import support_summary
 from guardrail.core.schema import (
     AnswerClaim,
     AnswerReport,
@@ -90,8 +91,11 @@ __all__ = [
     "Policy",
     "Repair",
     "apply_policy",
+    "missing_text",
     "render_badge",
+    "render_summary",
     "render_unsafe_badge",
+    "verdict_title",
 ]
 
 OutputFormat = Literal["markdown", "html"]
@@ -380,6 +384,11 @@ class GuardedAnswer(BaseModel):
     repairs: list[Repair] = Field(
         default_factory=list, description="Each citation a repairing policy mended (none when blocked)."
     )
+    summary: str = Field(
+        default="",
+        description="One line for under the answer: each kind of claim with its badge and count, then the "
+        "support score (render_summary), in the answer's format.",
+    )
 
 
 class CitationBlocked(Exception):
@@ -398,7 +407,8 @@ def render_badge(
     title: str | None = None,
 ) -> str:
     """The badge for ``label``, a verdict kind or a repair: its text in markdown, or an HTML
-    ``<span>`` whose ``title`` is the evidence quote (class ``citation-verdict
+    ``<span>`` whose ``title`` is ``title`` (:func:`apply_policy` passes :func:`verdict_title`: the
+    evidence quote or the reason's sentence, and the parts not backed) (class ``citation-verdict
     citation-verdict--<name>``, the name being the label with ``-`` for ``_``, ``unreachable`` for
     dead links, ``could-not-check``, ``archived-copy``, ``repointed``)."""
     kind = label if isinstance(label, RepairKind) else _as_kind(label)
@@ -410,6 +420,24 @@ def render_badge(
     cls = _policy_field(kind).replace("_", "-")
     title_attr = f' title="{html.escape(title, quote=True)}"' if title else ""
     return f'<span class="citation-verdict citation-verdict--{cls}"{title_attr}>{html.escape(text)}</span>'
+
+
+def render_summary(report: AnswerReport, policy: Policy | None = None, fmt: OutputFormat = "markdown") -> str:
+    """The badges' summary of an answer: each kind of claim with its badge word and count, then
+    :func:`~guardrail.core.report.support_summary`, e.g. ``✅ supported 1 · ⚠️ unverified 3 - support
+    0.25: 1 of 4 checked claims supported (...)``; in HTML a ``<p class="citation-summary">`` whose
+    badges are :func:`render_badge` spans."""
+    chosen = policy or Policy()
+    line = support_summary(report)
+    kinds = [(VerdictKind(kind), n) for kind, n in report.kind_counts.items() if n]
+    if fmt == "markdown":
+        badges = " · ".join(f"{chosen.badges.for_kind(kind)} {n}" for kind, n in kinds)
+        return f"{badges} - {line}" if badges else line
+    if fmt != "html":
+        raise ValueError(f"unknown format {fmt!r}; choose markdown or html")
+    badges = " · ".join(f"{render_badge(kind, chosen, 'html')} {n}" for kind, n in kinds)
+    body = f"{badges} - {html.escape(line)}" if badges else html.escape(line)
+    return f'<p class="citation-summary">{body}</p>'
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,8 +472,20 @@ class _Edit:
     removal: bool = False  # a pure removal, subject to whitespace clean-up
 
 
-def _title(verdict: UrlVerdict) -> str | None:
-    return verdict.evidence_quote or verdict.reason
+def verdict_title(verdict: UrlVerdict) -> str | None:
+    """What a verdict's badge shows on hover (its HTML ``title``): the evidence quote, else the
+    reason in its plain sentence (``describe_reason``; the code itself for a code of no stage of
+    ours), then the parts of the claim the page does not back (``Not backed: a; b``), if any."""
+    head = verdict.evidence_quote or verdict.reason_text or verdict.reason
+    missing = missing_text(verdict.missing_parts)
+    return " ".join(part for part in (head, missing) if part) or None
+
+
+def missing_text(parts: list[str] | None) -> str | None:
+    """The parts of a claim a page does not back, for a person: ``Not backed: a; b.`` (None: none)."""
+    if not parts:
+        return None
+    return f"Not backed: {'; '.join(part.rstrip('.') for part in parts)}."
 
 
 def _item_key(ref: CitationRef, n: int) -> str:
@@ -456,7 +496,8 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
     """Apply ``policy`` (default :class:`Policy`) to the answer in ``report``; see the module docs.
 
     ``fmt`` is ``"markdown"`` (badge text) or ``"html"`` (badges as inline ``<span>`` elements with
-    the evidence quote as their escaped ``title``; the rest of the answer is left as it is).
+    :func:`verdict_title` as their escaped ``title``; the rest of the answer is left as it is).
+    ``GuardedAnswer.summary`` is :func:`render_summary` in the same format.
     Claims without verdicts (nothing cited, nothing to check) are left alone. Raises
     :class:`CitationBlocked` when the policy blocks and ``policy.raise_on_block`` is set.
     """
@@ -466,7 +507,7 @@ def apply_policy(report: AnswerReport, policy: Policy | None = None, fmt: Output
 
 
 BadgeSpec = tuple[BadgeKind, "str | None"]
-"""A badge to render: the verdict's kind (or the repair's) and its title (the evidence quote or the reason)."""
+"""A badge to render: the verdict's kind (or the repair's) and its title (:func:`verdict_title`)."""
 
 
 class _Application:
@@ -512,6 +553,7 @@ class _Application:
             format=self.fmt,
             unsafe_links=self.unsafe,
             repairs=[] if blocked else list(self.repairs.values()),
+            summary=render_summary(self.report, self.policy, self.fmt),
         )
 
     def _collect(self) -> bool:
@@ -594,9 +636,9 @@ class _Application:
         owner = next((u for u in uses if not u.ref.inherited), uses[0])
         specs: list[BadgeSpec] = []
         if owner.repair is not None and not strip:
-            specs.append((owner.repair.why, _title(owner.verdict)))
+            specs.append((owner.repair.why, verdict_title(owner.verdict)))
         if Action.annotate in owner.actions:
-            specs.append((owner.kind, _title(owner.verdict)))
+            specs.append((owner.kind, verdict_title(owner.verdict)))
         for u in uses:
             # A re-pointed marker no longer cites its old entry.
             self._note_ref(u.ref, strip or (u.repair is not None and u.repair.why == RepairKind.repointed))
@@ -605,7 +647,7 @@ class _Application:
             if u is owner and specs:
                 applied.badge = " ".join(self._badge(spec) for spec in specs)
             elif u.ref.inherited and Action.annotate in u.actions and owner.kind != u.kind:
-                spec = (u.kind, _title(u.verdict))
+                spec = (u.kind, verdict_title(u.verdict))
                 self.claim_end_badges.setdefault(u.claim, []).append(spec)
                 applied.badge = self._badge(spec)
         return specs
@@ -618,14 +660,14 @@ class _Application:
             for u in uses:
                 self._note_ref(u.ref, Action.strip in u.actions)
                 if u.repair is not None:
-                    spec: BadgeSpec = (u.repair.why, _title(u.verdict))
+                    spec: BadgeSpec = (u.repair.why, verdict_title(u.verdict))
                     self.claim_end_badges.setdefault(ci, []).append(spec)
                     self.applied[(u.claim, u.cit)].badge = self._badge(spec)
             if overall is None or Action.annotate not in self.policy.actions_for(overall):
                 continue
             same = [u.verdict for u in uses if u.kind == overall]
             best = next((v for v in same if v.evidence_quote), same[0] if same else None)
-            spec = (overall, _title(best) if best else None)
+            spec = (overall, verdict_title(best) if best else None)
             self.claim_end_badges.setdefault(ci, []).append(spec)
             for u in uses:
                 self.applied[(u.claim, u.cit)].badge = self._badge(spec)

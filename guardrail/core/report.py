@@ -1,15 +1,16 @@
-"""The one place an answer's report is assembled: the overall label and the label counts are
-always derived from the claims' verdicts, whether the answer was verified whole or in pieces."""
+"""The one place an answer's report is assembled: the overall label, the support score and the
+counts are always derived from the claims' verdicts, whether the answer was verified whole or in
+pieces."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 
-from guardrail.core.aggregate import aggregate
+from guardrail.core.aggregate import aggregate_answer
 from guardrail.core.schema import AnswerClaim, AnswerReport, Reference, SourceInfo
 
-__all__ = ["assemble_report", "merge_reports"]
+__all__ = ["assemble_report", "merge_reports", "support_summary"]
 
 
 def assemble_report(
@@ -21,13 +22,18 @@ def assemble_report(
     references_end: int | None = None,
     sources: Sequence[SourceInfo] = (),
 ) -> AnswerReport:
-    """The report of ``answer`` from its claims (with their verdicts): ``overall`` by the fixed
-    rule over the checked claims, ``label_counts`` over every verdict."""
+    """The report of ``answer`` from its claims (with their verdicts): ``overall``,
+    ``support_score`` and ``kind_counts`` by the answer-level rule
+    (:func:`~guardrail.core.aggregate.aggregate_answer`), ``label_counts`` over every verdict."""
     counts = Counter(verdict.label.value for claim in claims for verdict in claim.verdicts)
+    outcome = aggregate_answer(claims)
     return AnswerReport(
         answer=answer,
         claims=list(claims),
-        overall=aggregate(c.overall for c in claims if c.overall is not None),
+        overall=outcome.label,
+        support_score=outcome.support_score,
+        checked_claims=outcome.checked_claims,
+        kind_counts=outcome.kind_counts,
         label_counts=dict(counts),
         references=list(references),
         references_start=references_start,
@@ -36,11 +42,27 @@ def assemble_report(
     )
 
 
+def support_summary(report: AnswerReport) -> str:
+    """One line on how much of the answer is backed, for a person: the support score, the checked
+    claims, and how many claims read each kind, e.g. ``support 0.25: 1 of 4 checked claims
+    supported (1 supported, 3 not_found)``."""
+    kinds = ", ".join(f"{n} {kind}" for kind, n in report.kind_counts.items() if n)
+    if report.support_score is None:
+        head = "support n/a: no claim could be checked" if kinds else "support n/a: no claim cites a source"
+    else:
+        supported = report.kind_counts.get("supported", 0)
+        head = (
+            f"support {report.support_score:.2f}: {supported} of {report.checked_claims} checked "
+            f"claim{'s' if report.checked_claims != 1 else ''} supported"
+        )
+    return f"{head} ({kinds})" if kinds else head
+
+
 def merge_reports(parts: Sequence[tuple[int, AnswerReport]]) -> AnswerReport:
     """One report for consecutive pieces of an answer: ``(byte offset of the piece, its report)``.
 
-    Byte offsets are shifted to refer to the concatenated answer; ``overall`` and
-    ``label_counts`` are recomputed over every claim; ``sources`` are the last piece's.
+    Byte offsets are shifted to refer to the concatenated answer; ``overall``, the score and the
+    counts are recomputed over every claim; ``sources`` are the last piece's.
     """
     claims: list[AnswerClaim] = []
     references: list[Reference] = []

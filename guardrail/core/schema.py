@@ -75,52 +75,85 @@ class Reason(str, Enum):
     unsupported_language = "unsupported_language"
     archived_copy = "archived_copy"
     deadline = "deadline"
+    no_relevant_passage = "no_relevant_passage"
 
     def __str__(self) -> str:
         return self.value
 
 
 REASON_DESCRIPTIONS: dict[str, str] = {
-    "http_<code>": "The origin answered with this 4xx/5xx status (e.g. http_404, http_410, http_503).",
-    Reason.fetch_timeout.value: "The page did not answer within the per-request timeout (retried first).",
-    Reason.fetch_error.value: "Refused or reset connection, temporary DNS failure, TLS or protocol error, "
-    "our own egress down (retried first).",
-    Reason.host_not_found.value: "The host name does not exist (DNS: no such domain).",
-    Reason.redirected_to_homepage.value: "A deep link was redirected to the site's home page.",
-    Reason.too_many_redirects.value: "More redirects than allowed (default 5).",
-    Reason.soft_404.value: "A short 'page not found' template served with status 200.",
-    Reason.bot_challenge.value: "A bot-check page (captcha, 'verify you are human') instead of content.",
-    Reason.empty_page.value: "No readable text (for example an empty JavaScript app shell).",
-    Reason.unsupported_content_type.value: "Not HTML, PDF, plain text or markdown.",
-    Reason.unsupported_content_encoding.value: "The body came in a content coding we did not ask for "
-    "(we accept gzip or deflate, one layer): br, zstd, stacked codings; not read.",
-    Reason.unreadable_document.value: "A PDF that could not be read (damaged, truncated, or locked with a "
-    "password); detail names the error.",
-    Reason.too_large.value: "The body passed the size cap (default 5 MB); the download was stopped there.",
-    Reason.blocked_address.value: "The host resolves to a private, loopback, link-local, multicast, "
-    "reserved or metadata address (SSRF guard).",
-    Reason.invalid_url.value: "Not an http(s) URL, or not parseable.",
-    Reason.evidence_quote_not_in_source.value: "The judge's quote is not in the passages it was shown.",
-    Reason.judge_error.value: "The judge failed (malformed answer, refusal, timeout, 429/5xx) after retries.",
-    Reason.internal_error.value: "A failure of our own code (a bug, a missing package) while checking; "
-    "logged with its traceback, never the page's fault.",
-    Reason.no_judge_configured.value: "No judge is available, so nothing could be judged.",
-    Reason.no_citations.value: "The claim has no citation to check.",
-    Reason.unresolved_citation.value: "A marker such as [3] that no reference or source resolves.",
-    Reason.insufficient_support.value: "Too few of a text's sentences are supported by the source it came "
-    "from (Verifier.averify_texts); the supported share is in the report.",
-    Reason.nothing_to_check.value: "The text holds no sentence to check, so its source was not judged.",
-    Reason.partially_supported.value: "The page backs some parts of the claim but not all; the parts it does "
-    "not back are listed in missing_parts.",
-    Reason.combined_sources.value: "No single cited page backs the whole claim, but its cited pages together "
-    "back every part of it (each citation keeps its own verdict and supported_parts).",
-    Reason.unsupported_language.value: "The claim or the page is not in English, which the embedded judge "
-    "cannot read (an LLM judge can).",
-    Reason.archived_copy.value: "The cited page is gone (a dead link); the verdict is against the archive's "
-    "snapshot of it (archived_url, archived_at), looked up because archived copies were turned on.",
-    Reason.deadline.value: "The call's deadline (GUARDRAIL_DEADLINE) passed before this citation was checked "
-    "(a fetch or a judge that did not answer in time); could not check, never the page's fault.",
+    "http_<code>": "The site answered an HTTP error status instead of the page: 404, 410 and other 4xx mean it is "
+    "gone, 429 and 5xx that the site could not serve it now, 401, 403, 407 or 451 that it refused us (the page "
+    "may be fine).",
+    Reason.fetch_timeout.value: "The site did not answer in time, even after retrying, so the page could not be "
+    "checked now.",
+    Reason.fetch_error.value: "The connection failed (refused or reset, a temporary DNS failure, a TLS or protocol "
+    "error, or our own network down), even after retrying, so the page could not be checked now.",
+    Reason.host_not_found.value: "The site's host name does not exist (DNS knows no such domain), so the link is dead.",
+    Reason.redirected_to_homepage.value: "The link was redirected to the site's home page instead of the cited "
+    "page, which is most likely gone.",
+    Reason.too_many_redirects.value: "The link went through more redirects than allowed (five), or round a "
+    "redirect loop.",
+    Reason.soft_404.value: "The site answered with a short 'page not found' page, though with status 200.",
+    Reason.bot_challenge.value: "The site showed a bot check (a captcha, 'verify you are human') instead of the page.",
+    Reason.empty_page.value: "The page has no readable text, such as an empty JavaScript app shell.",
+    Reason.unsupported_content_type.value: "The link leads to a file that is not HTML, PDF, plain text or "
+    "markdown, which we do not read.",
+    Reason.unreadable_document.value: "The document could not be read (a damaged, truncated or password-locked "
+    "PDF); its detail names the error.",
+    Reason.unsupported_content_encoding.value: "The site sent the page compressed in a way we did not ask for "
+    "and do not read (br, zstd or stacked codings).",
+    Reason.too_large.value: "The page is larger than the size cap (5 MB by default), so its download was stopped "
+    "and it was not read.",
+    Reason.blocked_address.value: "Our SSRF policy refused to fetch this host because it is or resolves to a "
+    "private, loopback, link-local or reserved address, so the page was not checked (it may be fine): to check "
+    "intranet pages, pass --allow-private-hosts, set GUARDRAIL_ALLOW_PRIVATE_HOSTS=1 or "
+    "Settings(allow_private_hosts=True) (cloud metadata addresses stay refused).",
+    Reason.invalid_url.value: "The citation is not an http(s) URL, or it cannot be parsed.",
+    Reason.evidence_quote_not_in_source.value: "The judge quoted words that are not in the page, so its verdict "
+    "was not trusted.",
+    Reason.judge_error.value: "The judge failed (a malformed answer, a refusal, a timeout or a rate limit) even "
+    "after retrying, so the claim could not be checked.",
+    Reason.internal_error.value: "A failure of our own code stopped the check (logged with its traceback), so "
+    "the claim could not be checked; it is never the page's fault.",
+    Reason.no_judge_configured.value: "No judge is configured, so pages were fetched but nothing could be judged.",
+    Reason.no_citations.value: "The claim cites nothing, so there is nothing to check.",
+    Reason.unresolved_citation.value: "The marker (such as [3]) points at no reference or source in the answer.",
+    Reason.insufficient_support.value: "Too few of the text's sentences are still supported by the source it "
+    "came from.",
+    Reason.nothing_to_check.value: "The text has no sentence that states something checkable, so its source was "
+    "not judged.",
+    Reason.partially_supported.value: "The page backs some parts of the claim but not all of them; the parts it "
+    "does not back are listed as missing.",
+    Reason.combined_sources.value: "No single cited page backs the whole claim, but the cited pages together back "
+    "every part of it.",
+    Reason.unsupported_language.value: "The claim or the page is not in English, which the embedded judge cannot "
+    "read (an LLM judge can).",
+    Reason.archived_copy.value: "The cited page is gone, so the verdict is against the web archive's copy of it "
+    "(archived copies were turned on).",
+    Reason.deadline.value: "The call's time limit (GUARDRAIL_DEADLINE) ran out before this citation was checked, "
+    "so it could not be checked; it is never the page's fault.",
+    Reason.no_relevant_passage.value: "The page was read, but no passage in it states what the claim says.",
 }
+"""The one plain sentence a person reads for each reason code (``describe_reason``): used by the
+CLI, the badges' tooltips, the batch HTML report and the service (``reason_text``), and the
+README's reason table, which a test holds equal to it."""
+
+
+def describe_reason(reason: str | None) -> str | None:
+    """The one plain sentence a person reads for ``reason`` (``http_404``: the ``http_<code>``
+    one, shown beside the code); None for no reason or a code of no stage of ours (a custom judge's)."""
+    if reason is None:
+        return None
+    if status_of_reason(reason) is not None:
+        return REASON_DESCRIPTIONS["http_<code>"]
+    return REASON_DESCRIPTIONS.get(reason)
+
+
+def judged_reason(label: Label) -> str | None:
+    """The reason of a judged verdict whose judge gave none: ``no_relevant_passage`` for
+    ``not_found`` (the page was read and no passage of it states the claim), else None."""
+    return Reason.no_relevant_passage.value if label == Label.not_found else None
 
 
 def http_reason(status: int) -> str:
@@ -133,6 +166,7 @@ RETRYABLE_STATUSES = frozenset({408, 429, 502, 503, 504})
 ACCESS_DENIED_STATUSES = frozenset({401, 403, 407, 451})
 """Statuses that refuse *us* (a login, a bot wall, a proxy, a legal block): the page may be fine."""
 _TRANSPORT_UNCHECKED = frozenset({Reason.fetch_timeout.value, Reason.fetch_error.value})
+_POLICY_REFUSED = frozenset({Reason.blocked_address.value})
 _OUR_FAILURES = frozenset({Reason.internal_error.value, Reason.judge_error.value, Reason.deadline.value})
 
 
@@ -141,6 +175,13 @@ def is_our_failure(reason: str | None) -> bool:
     (``internal_error``), of the judge (``judge_error``), or the call's ``deadline``. Worth checking
     again later; read ``could_not_check``."""
     return reason in _OUR_FAILURES
+
+
+def is_refused_by_policy(reason: str | None) -> bool:
+    """A page our own SSRF policy would not fetch (``blocked_address``: an intranet or loopback
+    host): never read, so neither dead nor the page's fault; read ``could_not_check``, and the
+    reason's sentence says how to allow private hosts."""
+    return reason in _POLICY_REFUSED
 
 
 def status_of_reason(reason: str | None) -> int | None:
@@ -170,8 +211,9 @@ class VerdictKind(str, Enum):
 
     The judged labels stand for themselves; ``unreachable`` splits into ``dead_link`` (the page is
     gone: 404, 410, no such host, an unusable URL) and ``could_not_check`` (the page did not answer
-    now or refused us), and ``could_not_check`` also takes our own failures (``internal_error``,
-    ``judge_error``, ``deadline``), which are labelled ``not_found`` but are never the page's fault.
+    now or refused us, or our SSRF policy refused its host: ``blocked_address``), and
+    ``could_not_check`` also takes our own failures (``internal_error``, ``judge_error``,
+    ``deadline``), which are labelled ``not_found`` but are never the page's fault.
     """
 
     supported = "supported"
@@ -187,7 +229,8 @@ class VerdictKind(str, Enum):
 def verdict_kind(label: Label, reason: str | None) -> VerdictKind:
     """The :class:`VerdictKind` of a verdict with ``label`` and ``reason``."""
     if label == Label.unreachable:
-        return VerdictKind.could_not_check if is_unchecked_reason(reason) else VerdictKind.dead_link
+        unchecked = is_unchecked_reason(reason) or is_refused_by_policy(reason)
+        return VerdictKind.could_not_check if unchecked else VerdictKind.dead_link
     if label == Label.not_found and is_our_failure(reason):
         return VerdictKind.could_not_check
     return VerdictKind(label.value)
@@ -268,6 +311,11 @@ class JudgeRequest(BaseModel):
     )
 
 
+_CONTEXT = Field(
+    default=None,
+    description="The passage around the evidence quote (its neighbouring sentences) where that wider "
+    "window is what read as support; None when the quote alone decided.",
+)
 _SUPPORTED_PARTS = Field(
     default=None,
     description="The atomic parts of the claim this evidence backs (None: the judge did not split the claim).",
@@ -288,6 +336,7 @@ class JudgeVerdict(BaseModel):
 
     label: JudgeLabel
     evidence_quote: str | None = None
+    context: str | None = _CONTEXT
     confidence: float = Field(default=0.0, ge=0.0, le=1.0)
     reason: str | None = None
     supported_parts: list[str] | None = _SUPPORTED_PARTS
@@ -300,7 +349,10 @@ class UrlVerdict(BaseModel):
 
     url: str
     label: Label
-    evidence_quote: str | None = None
+    evidence_quote: str | None = Field(
+        default=None, description="The sentence of the page the verdict rests on, copied from it."
+    )
+    context: str | None = _CONTEXT
     confidence: float = Field(default=0.0, ge=0.0, le=1.0)
     final_url: str | None = None
     original_status: int | None = None
@@ -320,6 +372,12 @@ class UrlVerdict(BaseModel):
     def kind(self) -> VerdictKind:
         """How the verdict reads: a judged label, ``dead_link`` or ``could_not_check``."""
         return verdict_kind(self.label, self.reason)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reason_text(self) -> str | None:
+        """The reason in one plain sentence (:func:`describe_reason`), for a person to read."""
+        return describe_reason(self.reason)
 
 
 class SuggestedCitation(BaseModel):
@@ -375,6 +433,12 @@ class ClaimReport(BaseModel):
     )
     suggested_citations: list[SuggestedCitation] = _SUGGESTED
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reason_text(self) -> str | None:
+        """The reason in one plain sentence (:func:`describe_reason`), for a person to read."""
+        return describe_reason(self.reason)
+
 
 CitationKind = Literal["markdown_link", "bare_url", "autolink", "numbered", "source"]
 
@@ -427,6 +491,12 @@ class AnswerClaim(BaseModel):
     )
     suggested_citations: list[SuggestedCitation] = _SUGGESTED
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reason_text(self) -> str | None:
+        """The reason in one plain sentence (:func:`describe_reason`), for a person to read."""
+        return describe_reason(self.reason)
+
 
 class Reference(BaseModel):
     """One entry of the answer's reference list (``[1]: url``, ``[1] Title - url``, ``1. url``...)."""
@@ -452,8 +522,26 @@ class AnswerReport(BaseModel):
 
     answer: str
     claims: list[AnswerClaim] = Field(default_factory=list)
-    overall: Label = Label.not_found
-    label_counts: dict[str, int] = Field(default_factory=dict)
+    overall: Label = Field(
+        default=Label.not_found,
+        description="The answer's label: supported only when every claim that cites something is; "
+        "contradicted when any claim is; else the worst left (not_found, then unreachable); not_found "
+        "when nothing is cited (guardrail.core.aggregate.aggregate_answer).",
+    )
+    support_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Supported claims / checked claims (like Vertex AI's supportScore for an answer); claims "
+        "that could not be checked or cite nothing are not counted; None when no claim was checked.",
+    )
+    checked_claims: int = Field(default=0, ge=0, description="The claims support_score is over.")
+    kind_counts: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many claims that cite something read each kind (supported, contradicted, not_found, "
+        "dead_link, could_not_check).",
+    )
+    label_counts: dict[str, int] = Field(default_factory=dict, description="How many citations read each label.")
     references: list[Reference] = Field(default_factory=list)
     references_start: int | None = Field(
         default=None, description="UTF-8 byte offset of the trailing reference section (heading included)."
@@ -484,6 +572,12 @@ class TextReport(BaseModel):
     sentences_supported: int = 0
     sentences_contradicted: int = 0
     claims: list[ClaimReport] = Field(default_factory=list, description="One report per sentence checked.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reason_text(self) -> str | None:
+        """The reason in one plain sentence (:func:`describe_reason`), for a person to read."""
+        return describe_reason(self.reason)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

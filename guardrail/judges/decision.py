@@ -10,8 +10,9 @@ ship beside the weights (``model/decision.json``), so deciding needs numpy only.
 
 The label is ``contradicted`` when that probability reaches its threshold (chosen for precision)
 and beats support, else ``supported`` when support reaches its own, else ``not_found``; the
-confidence is the probability of the label given. The quote is the sentence (or window) the
-decision rests on, an exact substring of a passage.
+confidence is the probability of the label given. The quote is the sentence the decision rests
+on, an exact substring of a passage; where its window of neighbouring sentences read as support
+and the sentence alone did not, the window is the verdict's ``context``.
 """
 
 from __future__ import annotations
@@ -211,11 +212,14 @@ def settled(scored: Scored, model: DecisionModel, config: LocalJudgeConfig, sett
     )
 
 
-def _support_quote(scored: Scored, unit: Unit) -> str:
+def _support_quote(scored: Scored, unit: Unit) -> tuple[str, str | None]:
+    """The sentence that decided (the quote), and the window around it as ``context`` where the
+    window reads as support and the sentence alone does not (None otherwise)."""
+    sentence = scored.units[unit.index].text
     cand = unit.support_candidate
     if cand.kind == "window" and float(cand.probs[ENT]) > float(unit.features[0]) + 0.1:
-        return cand.text  # the window reads as support where the sentence alone does not
-    return scored.units[unit.index].text
+        return sentence, cand.text
+    return sentence, None
 
 
 def _parts_verdict(scored: Scored, config: LocalJudgeConfig) -> tuple[list[str], list[str]]:
@@ -245,9 +249,11 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
         )
     if support is not None and p_support >= model.support_threshold:
         parts = [part for part, _ in scored.parts] if split else None
+        quote, context = _support_quote(scored, support)
         return JudgeVerdict(
             label="supported",
-            evidence_quote=_support_quote(scored, support),
+            evidence_quote=quote,
+            context=context,
             confidence=model.confidence(SUP, float(p[SUP])),
             supported_parts=parts,
             missing_parts=[] if split else None,

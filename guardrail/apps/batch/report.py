@@ -23,7 +23,8 @@ from markupsafe import Markup
 
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.summary import BatchSummary, format_precision
-from guardrail.core.policy import Badges, Policy, apply_policy, render_badge
+from guardrail.core.policy import Badges, Policy, apply_policy, missing_text, render_badge, verdict_title
+from guardrail.core.report import support_summary
 from guardrail.core.schema import AnswerReport, Label, RepairKind, UrlVerdict, VerdictKind
 
 __all__ = ["Badge", "answer_parts", "render_html"]
@@ -41,7 +42,8 @@ _HTTP_URL = re.compile(r"^https?://", re.I)
 @dataclass(frozen=True)
 class Badge:
     """A verdict's badge as the report shows it: its words, its colours (``citation-verdict--<name>``)
-    and, on hover, the evidence quote or the reason."""
+    and, on hover, its :func:`~guardrail.core.policy.verdict_title` (the evidence quote, else the
+    reason's plain sentence)."""
 
     name: str
     text: str
@@ -69,7 +71,7 @@ def answer_parts(report: AnswerReport) -> list[str | Badge]:
     verdicts = [
         v for claim in report.claims for v in (*claim.verdicts, *(s.verdict for s in claim.suggested_citations))
     ]
-    titles = {None} | {t for v in verdicts for t in (v.evidence_quote, v.reason)}
+    titles = {None} | {verdict_title(v) for v in verdicts}
     known = {render_badge(kind, policy, "html", t): _badge(kind, t) for kind in _BADGE_KINDS for t in titles}
     parts: list[str | Badge] = []
     pos = 0
@@ -78,7 +80,7 @@ def answer_parts(report: AnswerReport) -> list[str | Badge]:
         pos = match.end()
     parts.append(text[pos:])
     if any(isinstance(part, str) and nonce in part for part in parts):
-        raise RuntimeError("apply_policy wrote a badge whose title is no verdict's evidence quote or reason")
+        raise RuntimeError("apply_policy wrote a badge whose title is no verdict's verdict_title")
     return [part for part in parts if part != ""]
 
 
@@ -109,8 +111,10 @@ class _Citation:
     final_url: str | None
     badge: Badge
     reason: str
+    reason_text: str
     confidence: str
     quote: str
+    missing: str
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,7 @@ class _Row:
     error: str | None
     claim: str | None
     answer: list[str | Badge] | None
+    support: str | None
     citations: list[_Citation]
 
 
@@ -166,11 +171,18 @@ def _citation(index: int, claim: str, v: UrlVerdict) -> _Citation:
         claim=claim,
         url=v.url,
         final_url=v.final_url if v.final_url and v.final_url != v.url else None,
-        badge=_badge(v.kind, v.evidence_quote or v.reason),
+        badge=_badge(v.kind, verdict_title(v)),
         reason=v.reason or "",
+        reason_text=v.reason_text or "",
         confidence=f"{v.confidence:.2f}",
         quote=v.evidence_quote or "",
+        missing=missing_text(v.missing_parts) or "",
     )
+
+
+def _support(report: AnswerReport) -> str:
+    """The answer's line under it: its label by the answer-level rule and its support score."""
+    return f"overall: {report.overall} - {support_summary(report)}"
 
 
 def _row(result: RowResult) -> _Row:
@@ -182,6 +194,7 @@ def _row(result: RowResult) -> _Row:
         error=result.error,
         claim=result.claim_report.claim if ok and result.claim_report is not None else None,
         answer=answer_parts(result.answer_report) if ok and result.answer_report is not None else None,
+        support=_support(result.answer_report) if ok and result.answer_report is not None else None,
         citations=[_citation(i, claim, v) for i, claim, v in result.verdicts()],
     )
 

@@ -24,8 +24,13 @@ class CitationRow(BaseModel):
     url: str = ""
     label: str = ""
     reason: str = ""
+    reason_text: str = Field(default="", description="The reason in one plain sentence.")
     confidence: float | None = None
     evidence_quote: str = ""
+    missing_parts: str = Field(
+        default="", description="The parts of the claim the page does not back, joined with '; '."
+    )
+    context: str = Field(default="", description="The window around the quote, where it is what read as support.")
     final_url: str = ""
     original_status: int | None = None
     rid: str = ""
@@ -93,8 +98,11 @@ class RowResult(BaseModel):
             url=v.url,
             label=v.label.value,
             reason=v.reason or "",
+            reason_text=v.reason_text or "",
             confidence=v.confidence,
             evidence_quote=v.evidence_quote or "",
+            missing_parts="; ".join(v.missing_parts or []),
+            context=v.context or "",
             final_url=v.final_url or "",
             original_status=v.original_status,
             rid=v.rid or "",

@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from guardrail.apps.cli.console import ui
-from guardrail.core.schema import AnswerReport, Label, UrlVerdict
+from guardrail.core.policy import missing_text
+from guardrail.core.schema import AnswerReport, Label, UrlVerdict, VerdictKind, describe_reason
 from guardrail.extras import install_command
 from guardrail.runtime import Runtime, build_runtime
 from guardrail.settings import ConfigurationError, Settings
@@ -99,6 +100,27 @@ def verdict_text(verdict: UrlVerdict) -> str:
     if verdict.kind.value != verdict.label.value:
         text += f" ({verdict.kind.value.replace('_', ' ')})"
     return text
+
+
+def unchecked_lines(report: AnswerReport) -> list[str]:
+    """One line per reason a citation of ``report`` could not be checked, with how many and the
+    reason's plain sentence (for ``blocked_address``, how to allow private hosts)."""
+    counts: dict[str, int] = {}
+    for claim in report.claims:
+        for verdict in claim.verdicts:
+            if verdict.kind == VerdictKind.could_not_check and verdict.reason:
+                counts[verdict.reason] = counts.get(verdict.reason, 0) + 1
+    return [
+        f"could not check {n} citation{'s' if n != 1 else ''} ({reason}): {describe_reason(reason) or reason}"
+        for reason, n in counts.items()
+    ]
+
+
+def explain(verdict: UrlVerdict) -> str:
+    """Why a verdict is what it is, in one cell: its evidence quote, else its reason code and the
+    reason's sentence; then the parts of the claim its page does not back."""
+    why = verdict.evidence_quote or ": ".join(p for p in (verdict.reason, verdict.reason_text) if p)
+    return " ".join(p for p in (why, missing_text(verdict.missing_parts)) if p)
 
 
 EXIT_INTERNAL_ERROR = 3

@@ -26,14 +26,18 @@ from guardrail.apps.cli.common import (
     UseAudit,
     UseCache,
     bad_input,
+    explain,
     fail_on_internal_errors,
     label_text,
     load_settings,
     open_run,
+    unchecked_lines,
     verdict_text,
     warn_if_no_judge,
 )
 from guardrail.apps.cli.console import show_logs, ui
+from guardrail.core.policy import missing_text
+from guardrail.core.report import support_summary
 from guardrail.core.schema import ClaimReport
 from guardrail.extras import MissingExtraError, require_extra
 from guardrail.settings import ConfigurationError
@@ -58,21 +62,27 @@ def _root(ctx: typer.Context) -> None:
 
 
 def render_claim_report(report: ClaimReport, console: Console) -> None:
-    """A readable table: one row per citation with its evidence quote, then the overall label."""
+    """A readable table: one row per citation with its reason (code and sentence), its evidence
+    quote and the parts of the claim its page does not back; then the overall label, why, and the
+    parts no cited page backs."""
     table = Table(title=escape(report.claim), title_justify="left", show_lines=True, expand=True)
     table.add_column("URL", overflow="fold", ratio=3)
     table.add_column("label", no_wrap=True)
-    table.add_column("reason", overflow="fold")
+    table.add_column("reason", overflow="fold", ratio=3)
     table.add_column("conf.", justify="right", no_wrap=True)
     table.add_column("evidence quote", overflow="fold", ratio=4)
     for c in report.citations:
         url = c.url if not c.final_url or c.final_url == c.url else f"{c.url}\n→ {c.final_url}"
+        # The code, then the sentence a person reads (for blocked_address: how to allow private hosts).
+        reason = "\n".join(escape(part) for part in (c.reason, c.reason_text) if part)
         # Page text and URLs are data: escape them so "[bold]" in a quote is not rich markup.
-        table.add_row(
-            escape(url), verdict_text(c), c.reason or "", f"{c.confidence:.2f}", escape(c.evidence_quote or "")
-        )
+        evidence = "\n".join(escape(part) for part in (c.evidence_quote, missing_text(c.missing_parts)) if part)
+        table.add_row(escape(url), verdict_text(c), reason, f"{c.confidence:.2f}", evidence)
     console.print(table)
-    console.print(f"overall: {label_text(report.overall)}")
+    why = f" ({escape(report.reason)}: {escape(report.reason_text or '')})" if report.reason else ""
+    console.print(f"overall: {label_text(report.overall)}{why}")
+    if report.missing_parts:
+        console.print(Text(f"not backed by any cited page: {'; '.join(report.missing_parts)}"))
 
 
 @app.command()
@@ -272,8 +282,14 @@ def check(
         sys.stdout.write(guarded.model_dump_json(indent=2) + "\n")
     else:
         sys.stdout.write(guarded.text if guarded.text.endswith("\n") else guarded.text + "\n")
-        counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "no citations"
-        ui.err.print(f"overall: {label_text(report.overall)} ({counts})" + (" - blocked" if guarded.blocked else ""))
+        counts = ", ".join(f"{n} {label}" for label, n in sorted(report.label_counts.items())) or "none"
+        ui.err.print(
+            f"overall: {label_text(report.overall)} - {escape(support_summary(report))}; citations: {counts}"
+            + (" - blocked" if guarded.blocked else ""),
+            soft_wrap=True,
+        )
+        for line in unchecked_lines(report):
+            ui.err.print(Text(line), soft_wrap=True)
         for repair in guarded.repairs:
             ui.err.print(
                 Text(f"repaired ({repair.why}): {repair.old_citation} -> {repair.new_citation} in {repair.claim!r}"),
@@ -328,11 +344,11 @@ def demo(
                 escape(claim.text),
                 escape(verdict.url.replace(site.base, "")),
                 verdict_text(verdict),
-                escape(verdict.evidence_quote or verdict.reason or ""),
+                escape(explain(verdict)),
             )
     ui.out.print(table)
     ui.out.print(
-        f"overall: {label_text(report.overall)} in {elapsed:.1f} s "
+        f"overall: {label_text(report.overall)} - {escape(support_summary(report))} - in {elapsed:.1f} s "
         f"(judge: {describe_judge(verifier.judge)}, embedder: {verifier.embedder.name})"
     )
     fail_on_internal_errors(report)

@@ -62,9 +62,16 @@ def stage_runs(run_manager: RunManager | None) -> Iterator[None]:
 
 
 async def report_run(run_manager: RunManager | None, answer: str, report: AnswerReport) -> None:
-    """A ``citation_report`` child run: the answer checked in, the report out (when traced)."""
+    """A ``citation_report`` child run: the answer checked in, the report out (when traced), with the
+    answer-level figures beside it for a tracer's columns: ``overall``, ``support_score`` (None when no
+    claim was checked) and ``kind_counts`` (claims per kind)."""
     if run_manager is None or not traced(run_manager):
         return
     child = await _maybe_await(run_manager.get_child().on_chain_start(None, {"answer": answer}, name=REPORT_RUN_NAME))
-    outputs = {REPORT_RUN_NAME: report.model_dump(mode="json"), "overall": report.overall.value}
+    outputs = {
+        REPORT_RUN_NAME: report.model_dump(mode="json"),
+        "overall": report.overall.value,
+        "support_score": report.support_score,
+        "kind_counts": dict(report.kind_counts),
+    }
     await _maybe_await(child.on_chain_end(outputs))

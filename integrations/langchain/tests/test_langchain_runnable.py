@@ -164,6 +164,15 @@ def _check_guard_run(runs: Runs, pages: LoopbackSite) -> None:
     [report_run] = runs.find(REPORT_RUN_NAME)
     report = report_run.outputs
     assert report is not None and report["overall"] == "contradicted"
+    # The answer-level figures beside the report: 2 of its 3 claims supported.
+    assert report["support_score"] == pytest.approx(2 / 3) == report[REPORT_RUN_NAME]["support_score"]
+    assert report["kind_counts"] == {
+        "supported": 2,
+        "contradicted": 1,
+        "not_found": 0,
+        "dead_link": 0,
+        "could_not_check": 0,
+    }
     labels = [claim["overall"] for claim in report[REPORT_RUN_NAME]["claims"]]
     assert labels == ["supported", "contradicted", "supported"]
     fetched = [page["url"] for run in runs.find("fetch") for page in (run.outputs or {})["pages"]]

@@ -309,6 +309,10 @@ def check_answer_report(report: AnswerReport, pages: LoopbackSite) -> None:
     ice = by_claim["Ice melts at 0 degrees Celsius."]  # [4]: there is no fourth source node
     assert (ice.overall, ice.verdicts[0].reason) == (N, "unresolved_citation")
     assert report.overall == C
+    # The answer-level figures: 2 of its 5 checked claims are supported (the dead link counts).
+    assert (report.support_score, report.checked_claims) == (0.4, 5)
+    kinds = {"supported": 2, "contradicted": 1, "not_found": 1, "dead_link": 1, "could_not_check": 0}
+    assert report.kind_counts == kinds
     assert [(src.kind, src.url) for src in report.sources] == [
         ("url", pages.url("/boiling")),
         ("url", pages.url("/gone-404")),
