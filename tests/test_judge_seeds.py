@@ -96,12 +96,20 @@ def test_a_study_aim_is_not_its_finding(verifier: Verifier) -> None:
     assert _check(verifier, "Vitamin D reduces fractures in older women.", finding)[0] == Label.supported
 
 
+def test_another_director_is_contradicted_on_the_whole_page(verifier: Verifier) -> None:
+    # A window holding the director's sentence reads as entailment to the model; the restated claim
+    # ("Titanic was directed by James Cameron") rules that reading out as support.
+    label, quote = _check(verifier, "Titanic was directed by Steven Spielberg.", TITANIC_FACT, "Titanic (1997 film)")
+    assert (label, quote) == (Label.contradicted, DIRECTED)
+
+
 def test_a_role_swap_is_contradicted(verifier: Verifier) -> None:
     assert _check(verifier, "Spain defeated Italy in the final.", "In the final, Italy defeated Spain 2-1.")[0] == (
         Label.contradicted
     )
 
 
-@pytest.mark.xfail(strict=True, reason="known miss (issue 21 note): another lead in a cast list reads not_found")
 def test_brad_pitt_is_anti_cited_by_the_cast_list(verifier: Verifier) -> None:
+    # The cast sentence read with the claim restated ("It starred Leonardo DiCaprio and Kate Winslet")
+    # is what says it: without the restatement (name_restated) this reads not_found.
     assert _check(verifier, "It starred Brad Pitt and Kate Winslet.", TITANIC_FACT)[0] == Label.contradicted

@@ -17,8 +17,8 @@ import pytest
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
 from guardrail.core.extract import split_sentences
 from guardrail.judges import checks
-from guardrail.judges.candidates import build_candidates
-from guardrail.judges.decision import DecisionModel, load_decision
+from guardrail.judges.candidates import build_candidates, restatements
+from guardrail.judges.decision import DecisionModel, load_decision, support_conflicts
 from guardrail.judges.features import REQUEST_FEATURES, UNIT_FEATURES, units_of
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
 from guardrail.runtime import build_judge
@@ -275,6 +275,52 @@ def test_a_pronoun_sentence_is_about_the_pages_topic() -> None:
     assert other["subject_by_reference"] == 0.0 and other["subject_elsewhere"] == 1.0
 
 
+VERTEX_TITANIC = (
+    "Titanic is a 1997 American epic romantic disaster movie. It was directed, written, and co-produced by "
+    "James Cameron. The movie is about the 1912 sinking of the RMS Titanic. It stars Kate Winslet and Leonardo "
+    "DiCaprio. The movie was released on December 19, 1997."
+)
+
+
+def _restated(claim: str, passage: str) -> dict[str, str]:
+    """Each sentence of ``passage`` the claim would be restated against, with the restated claim."""
+    scored = build_candidates(JudgeRequest(claim=claim, passages=[passage], title="Titanic"), LocalJudgeConfig())
+    for c in scored.candidates:
+        c.scored = True
+    return {scored.units[k].text: restated for k, restated, _ in restatements(scored)}
+
+
+def test_another_name_in_the_claims_place_is_read_as_a_restated_claim() -> None:
+    # The sentence says the rest of the claim of another name: the claim restated with that name is
+    # what the model reads against it (its entailment is the name_restated feature).
+    assert _restated("Titanic was directed by Steven Spielberg.", VERTEX_TITANIC) == {
+        "It was directed, written, and co-produced by James Cameron.": "Titanic was directed by James Cameron."
+    }
+    assert _restated("It starred Brad Pitt and Kate Winslet.", VERTEX_TITANIC) == {
+        "It stars Kate Winslet and Leonardo DiCaprio.": "It starred Leonardo DiCaprio and Kate Winslet."
+    }
+    # A sentence that only names other people, not the claim's relation, restates nothing.
+    assert _restated("Titanic was directed by James Cameron.", VERTEX_TITANIC) == {}
+    assert _restated("Titanic stars Kate Winslet.", VERTEX_TITANIC) == {}
+
+
+def test_a_restated_name_rules_out_support_and_is_a_stated_conflict() -> None:
+    request = JudgeRequest(
+        claim="Titanic was directed by Steven Spielberg.", passages=[VERTEX_TITANIC], title="Titanic (1997 film)"
+    )
+    scored = build_candidates(request, LocalJudgeConfig())
+    for c in scored.candidates:
+        c.probs, c.scored = np.asarray((0.9, 0.05, 0.05), dtype=np.float32), True  # every reading "entails"
+    cameron = next(k for k, u in enumerate(scored.units) if "James Cameron" in u.text)
+    scored.restated[cameron] = 0.95
+    units = {u.index: u for u in units_of(scored)}
+    features = dict(zip(UNIT_FEATURES, units[cameron].features.tolist(), strict=True))
+    assert features["name_restated"] == pytest.approx(0.95)
+    x = np.zeros(len(REQUEST_FEATURES))
+    x[REQUEST_FEATURES.index("support_name_restated")] = 0.95
+    assert bool(support_conflicts(x)[0])  # that sentence never backs the claim, however it reads
+
+
 def test_the_words_that_differ_are_features_not_vetoes() -> None:
     assert _features("Water boils at 50 degrees Celsius at sea level.", SEA_LEVEL)["number_conflict"] == 1.0
     assert (
@@ -441,15 +487,13 @@ def test_brad_pitt_is_not_supported(judge: LocalJudge) -> None:
 
 
 @pytest.mark.slow
-def test_brad_pitt_is_the_missing_part_of_the_cast_claim(judge: LocalJudge) -> None:
+def test_another_lead_in_the_cast_list_contradicts_the_cast_claim(judge: LocalJudge) -> None:
     verifier = Verifier(judge=judge, embedder=HashEmbedder(), fetcher=_NoFetch(), settings=Settings())
     claim = "It starred Brad Pitt and Kate Winslet."
     [report] = verifier.verify_many([ClaimTask(claim, [Fact(TITANIC_TEXT, source="fixture")])])
     [citation] = report.citations
-    assert (report.overall, citation.reason) == (Label.not_found, "partially_supported")
-    assert citation.supported_parts == ["It starred Kate Winslet"]
-    assert citation.missing_parts == ["It starred Brad Pitt"]
-    assert report.missing_parts == ["It starred Brad Pitt"]
+    assert report.overall == Label.contradicted
+    assert citation.evidence_quote is not None and "Leonardo DiCaprio" in citation.evidence_quote
 
 
 @pytest.mark.slow

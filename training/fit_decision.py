@@ -116,6 +116,16 @@ def record(judge: Any, tasks: Sequence[Any], chunk: int = 64) -> list[Any]:
     return out
 
 
+def restated(judge: Any, scored: list[Any]) -> list[Any]:
+    """Recorded requests with their restatements read (a record made before restatements has none:
+    reading them is a few model pairs, where re-recording is every candidate)."""
+    for s in scored:
+        if "restated" not in vars(s):
+            s.restated = {}
+    judge.restate(scored)
+    return scored
+
+
 def synthetic_tasks(data: Path, part: str, seed: int = 7, limit: int = 1200) -> list[Any]:
     """Edited pairs of ``part`` (``training.contrastive``'s edits of its supported pairs, which the
     model never saw) as tasks: the pair itself (supported), one contradiction edit (a name, number,
@@ -424,10 +434,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, items in tasks[part].items():
             cache = args.cache / f"{part}_{name}_{digest}_{args.limit or 'all'}.pkl"
             if cache.is_file():
-                recorded[part][name] = pickle.loads(cache.read_bytes())
+                # The tasks are kept with their records: the edited pairs depend on the code that
+                # made them, and a record is read with the tasks it was made from.
+                tasks[part][name], scored = pickle.loads(cache.read_bytes())
+                recorded[part][name] = restated(judge, scored)
             else:
                 recorded[part][name] = record(judge, items)
-                cache.write_bytes(pickle.dumps(recorded[part][name]))
+                cache.write_bytes(pickle.dumps((items, recorded[part][name])))
         print(f"{part}: { ({k: len(v) for k, v in tasks[part].items()}) } recorded ({time.time() - t0:.0f} s)")
     fit_rows = rows_of(recorded["fit"], tasks["fit"])
     tune_rows = rows_of(recorded["tune"], tasks["tune"])

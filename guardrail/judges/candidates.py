@@ -64,6 +64,10 @@ class Scored:
     parts: list[tuple[str, list[Candidate]]] = field(default_factory=list)  # each part and its scored evidence
     reason: str | None = None  # decided without scoring (unsupported_language)
     round_one: int = 0  # candidates[:round_one] are the first round's
+    restated: dict[int, float] = field(default_factory=dict)
+    """Per sentence (index into ``units``) that names something else in the place of one of the
+    claim's names: the entailment probability of the claim restated with the sentence's name
+    (:func:`restatements`). High when the sentence says the same thing of another name."""
 
     def scored_candidates(self) -> list[Candidate]:
         """The candidates the model has read, in plan order."""
@@ -187,6 +191,26 @@ def build_candidates(request: JudgeRequest, config: LocalJudgeConfig) -> Scored:
     return Scored(request.claim, list(request.passages), units, plan.candidates, title=title, round_one=round_one)
 
 
+def restatements(scored: Scored) -> list[tuple[int, str, Candidate]]:
+    """The restatements still to read: for each scored sentence (read with its topic) that names
+    something else where the claim names something the sentence does not ("directed by James
+    Cameron" for "directed by Steven Spielberg"), the claim with the sentence's name in its place,
+    to be read against that sentence. What the sentence then entails is what it says of the
+    claim's subject instead of what the claim says."""
+    out: list[tuple[int, str, Candidate]] = []
+    for cand in scored.candidates:
+        if cand.kind != "sentence" or not cand.scored or cand.units[0] in scored.restated:
+            continue
+        k = cand.units[0]
+        text = scored.units[k].text
+        hit = checks.substituted_entity(scored.claim, text)
+        # Only where the sentence says the rest of the claim (its relation words): a sentence that
+        # merely names other people says nothing in the claim's place.
+        if hit is not None and hit[0] in scored.claim and checks.overlap_without(scored.claim, hit[0], text) >= 0.5:
+            out.append((k, scored.claim.replace(hit[0], hit[1]), cand))
+    return out
+
+
 def part_candidates(scored: Scored, part: str, n: int) -> list[Candidate]:
     """The ``n`` sentences sharing most of ``part``'s words (best ranked first on ties), each with its
     topic, to be read against the part."""
@@ -205,4 +229,4 @@ def part_candidates(scored: Scored, part: str, n: int) -> list[Candidate]:
     return out
 
 
-__all__ = ["CON", "ENT", "NEU", "Candidate", "Scored", "Unit", "build_candidates", "part_candidates"]
+__all__ = ["CON", "ENT", "NEU", "Candidate", "Scored", "Unit", "build_candidates", "part_candidates", "restatements"]

@@ -215,6 +215,13 @@ def overlap(claim: str, evidence: str) -> float:
     return len(words & content_words(evidence)) / len(words)
 
 
+def overlap_without(claim: str, removed: str, evidence: str) -> float:
+    """:func:`overlap` of the claim without ``removed`` (a value or name the checks found in it, as
+    found: "1000" for "1 000"): how much of the rest of the claim the evidence says."""
+    rest = matchable(claim).replace(matchable(removed), " ")
+    return overlap(" ".join(rest.split()), evidence)
+
+
 def rank_sentences(claim: str, sentences: Sequence[str]) -> list[float]:
     """How well each sentence covers the claim's content words, each word weighted by how rare it
     is among ``sentences`` (a word that every sentence of the page repeats, such as the page's

@@ -34,12 +34,14 @@ LABELS: tuple[str, ...] = ("supported", "contradicted", "not_found")
 """The classifier's classes, in the order of its probability columns."""
 SUP, CONTRA, NF = 0, 1, 2
 
-CONFLICTS: tuple[str, ...] = ("number_conflict", "year_conflict", "antonym_flip", "role_swap")
+CONFLICTS: tuple[str, ...] = ("number_conflict", "year_conflict", "antonym_flip", "role_swap", "name_restated")
 """What a sentence can state in the claim's place instead of what the claim says: another value for
 the same quantity, another year for the same event, the opposite word, the roles reversed (each with
-the rest of the claim matching; :func:`guardrail.judges.features.conflicts_of`). Another name is not
-among them: on the fit and tune parts it fires on 11 % of WiCE's supported claims (a page naming
-someone else beside the claim's name), so the classifier weighs it instead."""
+the rest of the claim matching; :func:`guardrail.judges.features.conflicts_of`), or another name in
+the place of the claim's that the model reads the sentence as saying (``name_restated``: "directed by
+James Cameron" never backs "directed by Steven Spielberg"). Another name alone is not among them: on
+the fit and tune parts it fires on 11 % of WiCE's supported claims (a page naming someone else beside
+the claim's name), so the classifier weighs it instead."""
 _SUPPORT_CONFLICTS = [REQUEST_FEATURES.index(f"support_{name}") for name in CONFLICTS]
 _STATED_CONFLICT = REQUEST_FEATURES.index("contra_conflict_about_subject")
 

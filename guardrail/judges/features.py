@@ -53,6 +53,7 @@ UNIT_FEATURES: tuple[str, ...] = (
     "con_about_subject",
     "conflict_about_subject",
     "rank",
+    "name_restated",
 )
 """Per (claim, sentence): see :func:`unit_features`."""
 
@@ -66,8 +67,9 @@ REQUEST_FEATURES: tuple[str, ...] = (
     "page_lacks_a_number",
     "claim_denies",
     "claim_words",
-    "sentences_read",
     "no_candidate",
+    "page_overlap",
+    "page_parts_covered",
 )
 """Per request: the features of its most supporting and most contradicting sentence, then page-wide ones."""
 
@@ -95,12 +97,6 @@ def _lead(claim: str) -> str | None:
     return None
 
 
-def _rest_overlap(claim: str, removed: str, evidence: str) -> float:
-    # The removed value is as the checks found it: in the claim's matchable form ("1000" for "1 000").
-    rest = checks.matchable(claim).replace(checks.matchable(removed), " ")
-    return checks.overlap(" ".join(rest.split()), evidence)
-
-
 def conflicts_of(claim: str, text: str) -> tuple[bool, bool, bool, bool, bool, bool, bool]:
     """(number, year, name, negation, antonym, role, rank): what the sentence states otherwise.
 
@@ -108,11 +104,11 @@ def conflicts_of(claim: str, text: str) -> tuple[bool, bool, bool, bool, bool, b
     odds only with its own negation: another value, year, name or rank ("is a French series",
     "became the second woman") is what the denial says, or something else."""
     quantity = checks.conflicting_quantity(claim, text)
-    number = quantity is not None and _rest_overlap(claim, quantity[0].raw, text) >= 0.5
+    number = quantity is not None and checks.overlap_without(claim, quantity[0].raw, text) >= 0.5
     year_hit = checks.conflicting_year(claim, text)
-    year = year_hit is not None and _rest_overlap(claim, year_hit[0].raw, text) >= 0.5
+    year = year_hit is not None and checks.overlap_without(claim, year_hit[0].raw, text) >= 0.5
     name_hit = checks.substituted_entity(claim, text)
-    name = name_hit is not None and _rest_overlap(claim, name_hit[0], text) >= 0.5
+    name = name_hit is not None and checks.overlap_without(claim, name_hit[0], text) >= 0.5
     close = checks.overlap(claim, text) >= 0.5
     negation = close and checks.negation_flip(claim, text)
     antonym = checks.antonym_flip(claim, text, 0.5) is not None
@@ -158,6 +154,11 @@ def unit_features(scored: Scored, index: int, readings: list[Candidate], parts: 
     elsewhere = lead is not None and not (named or by_reference or in_topic)
     about = named or by_reference or (lead is None and bool(checks.overlap(claim, unit.text)))
     number, year, name, negation, antonym, role, rank = conflicts_of(claim, unit.text)
+    # The sentence, or a sentence of the window it is read in, entails the claim with its own name
+    # in the place of the claim's: it says the same thing of another name ("directed by James
+    # Cameron" for "directed by Steven Spielberg"), so that reading cannot back the claim.
+    held = {index, *support_candidate.units}
+    restated = 0.0 if elsewhere else max(scored.restated.get(k, 0.0) for k in held)
     if elsewhere:
         # Another value in a sentence about something else ("The Birch River is 107 km long" for
         # the Alder River) says nothing against the claim.
@@ -193,11 +194,12 @@ def unit_features(scored: Scored, index: int, readings: list[Candidate], parts: 
         con_best * float(about),
         float(about and (number or year or name or negation or antonym or role)),
         math.log1p(unit.rank),
+        restated,
     ]
     support = float(support_candidate.probs[ENT] - support_candidate.probs[CON])
     # The sentence most worded like the claim among those read as contradicting it ("at sea level"
     # rather than "above sea level"): the one a reader would hold against it.
-    stated = float(number or year or name or antonym or role)
+    stated = float(number or year or name or antonym or role or restated >= 0.5)
     contra = con_best * (1.0 if about else 0.5) + 0.25 * stated + 0.2 * checks.bigram_overlap(claim, unit.text)
     return Unit(index, np.asarray(values, dtype=np.float32), support, contra, support_candidate, contra_candidate)
 
@@ -236,8 +238,12 @@ def request_features(scored: Scored, units: list[Unit] | None = None) -> tuple[n
         float(bool(checks.missing_numbers(claim, page))),
         float(checks.negation_count(claim) % 2 == 1),
         math.log1p(len(claim.split())),
-        math.log1p(len(units)),
         float(not units),
+        # What the plain word-overlap rule reads, as evidence among the rest: how much of the claim,
+        # and of its least covered part, the passages say anywhere (evidence spread over sentences).
+        # How many sentences were read is not a feature: a page's length must not move the label.
+        checks.overlap(claim, page),
+        min((checks.overlap(part, page) for part in claim_parts(claim)), default=checks.overlap(claim, page)),
     ]
     vector = np.concatenate(
         [

@@ -26,7 +26,7 @@ import numpy as np
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.fast_tokenizer import encode_pairs
 from guardrail.judges import checks
-from guardrail.judges.candidates import Candidate, Scored, build_candidates, part_candidates
+from guardrail.judges.candidates import ENT, Candidate, Scored, build_candidates, part_candidates, restatements
 from guardrail.judges.decision import DecisionModel, decide, load_decision, probabilities, settled
 from guardrail.judges.lexicon import is_english
 from guardrail.judges.local_config import LocalJudgeConfig
@@ -210,10 +210,12 @@ class LocalJudge:
             else:
                 plans.append(build_candidates(r, config))
         self._predict_into([(s.claim, c) for s in plans for c in s.candidates[: s.round_one]])
+        self.restate(plans)
         if rounds < 2:
             return plans
         if not settle:
             self._predict_into([(s.claim, c) for s in plans for c in s.candidates[s.round_one :]])
+            self.restate(plans)
             return plans
         model = self.decision
         later = [
@@ -222,8 +224,19 @@ class LocalJudge:
             if s.candidates and not settled(s, model, config, r.settle_at)
         ]
         self._predict_into([(s.claim, c) for s in later for c in s.candidates[s.round_one :]])
+        self.restate(later)
         self._score_parts(plans, model)
         return plans
+
+    def restate(self, plans: Sequence[Scored]) -> None:
+        """Read every pending restatement (:func:`~guardrail.judges.candidates.restatements`) of
+        ``plans`` in one batch: a handful of pairs, only where a sentence names another thing."""
+        pending = [(s, k, claim, cand) for s in plans for k, claim, cand in restatements(s)]
+        if not pending:
+            return
+        probs = self.predict([cand.model_text for *_, cand in pending], [claim for _, _, claim, _ in pending])
+        for (s, k, _, _), row in zip(pending, probs, strict=True):
+            s.restated[k] = float(row[ENT])
 
     def _score_parts(self, plans: list[Scored], model: DecisionModel) -> None:
         """Read each part of every split claim that is still not supported against its own few
