@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-import types
 from collections.abc import Iterator, Sequence
 from html.parser import HTMLParser
 from importlib import resources
@@ -49,6 +48,7 @@ from tests.fakes import HashEmbedder, OverlapJudge
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.server import FixtureServer, HeldPage, Route
+from tests.fixtures.tasks import innermost_code
 
 runner = CliRunner()
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
@@ -622,16 +622,6 @@ async def test_a_run_that_ends_while_fetching_ahead_does_not_break_another_run_o
         a_ended.set()
         b_waits.set()
         site.stop()
-
-
-def innermost_code(task: asyncio.Task[object]) -> types.CodeType | None:
-    """The code of the innermost coroutine ``task`` is suspended in (following ``cr_await``)."""
-    coro: object = task.get_coro()
-    code = None
-    while hasattr(coro, "cr_code"):
-        code = coro.cr_code  # type: ignore[attr-defined]
-        coro = coro.cr_await  # type: ignore[attr-defined]
-    return code
 
 
 async def test_a_rejected_token_met_by_a_page_fetched_ahead_stops_the_run_with_that_error() -> None:

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-import types
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ from guardrail.store import AuditStore
 from tests.fakes import HashEmbedder, OverlapJudge, SlowCpuJudge
 from tests.fixtures.crawlbase_server import FakeCrawlbase
 from tests.fixtures.server import FixtureServer, Route, counting
+from tests.fixtures.tasks import running_frame
 from tests.fixtures.uvicorn_server import served as uvicorn_served
 from tests.test_audit_writer import HeldLock
 from tests.test_store import damage
@@ -402,17 +402,6 @@ def test_the_deadline_answers_504_and_stops_the_work(tmp_path: Path) -> None:
             assert c.get("/health").status_code == 200  # quick requests are not touched
 
 
-def _frame_running(code: types.CodeType) -> types.FrameType | None:
-    """The frame of some thread of this process now running ``code`` (anywhere in its stack)."""
-    for top in sys._current_frames().values():
-        frame: types.FrameType | None = top
-        while frame is not None:
-            if frame.f_code is code:
-                return frame
-            frame = frame.f_back
-    return None
-
-
 @pytest.mark.usefixtures("settled_heap")
 def test_health_answers_while_a_heavy_request_is_extracting() -> None:
     """/health is answered while a heavy request's extraction is known to be running (its frame is
@@ -431,12 +420,12 @@ def test_health_answers_while_a_heavy_request_is_extracting() -> None:
             )
             heavy.start()
             try:
-                while (extracting := _frame_running(code)) is None and heavy.is_alive():
+                while (extracting := running_frame(code)) is None and heavy.is_alive():
                     time.sleep(0.001)
                 if extracting is None:
                     continue
                 assert httpx.get(base + "/health", timeout=120).status_code == 200
-                if _frame_running(code) is extracting:
+                if running_frame(code) is extracting:
                     return
             finally:
                 heavy.join()
