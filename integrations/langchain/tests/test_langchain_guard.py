@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import operator
-import time
+import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -26,7 +26,7 @@ from guardrail.apps.demo import site_fetcher
 from langchain_citation_guardrail import CITATION_REPORT_EVENT, CitationGuard, get_citation_report
 from tests.fakes import HashEmbedder, OverlapJudge, fixture_verifier
 from tests.fixtures.pages import TITANIC, inline_answer
-from tests.fixtures.server import FixtureServer, Route, SlowPage, counting
+from tests.fixtures.server import FixtureServer, HeldPage, Route, counting
 from tests.fixtures.wayback import FakeWayback
 
 BLOCKED = "Withheld: a citation failed verification."
@@ -39,13 +39,15 @@ def verifier(pages: FixtureServer) -> Verifier:
 
 
 @pytest.fixture()
-def slow() -> Iterator[tuple[FixtureServer, SlowPage, Verifier]]:
-    page = SlowPage(TITANIC, delay=1.0)
+def slow() -> Iterator[tuple[FixtureServer, HeldPage, Verifier]]:
+    """A page answered only once the test releases it (at most 20 s on)."""
+    page = HeldPage(TITANIC, limit=20.0)
     site = FixtureServer({"/slow-titanic": Route(handler=page)}).start()
     verifier = fixture_verifier()
     try:
         yield site, page, verifier
     finally:
+        page.release.set()
         site.stop()
 
 
@@ -324,52 +326,61 @@ def overlap_answer(pages: FixtureServer, site: FixtureServer) -> str:
 
 
 def test_stream_emits_the_first_sentence_before_the_next_is_verified(
-    pages: FixtureServer, slow: tuple[FixtureServer, SlowPage, Verifier]
+    pages: FixtureServer, slow: tuple[FixtureServer, HeldPage, Verifier]
 ) -> None:
     site, page, verifier = slow
     model = GenericFakeChatModel(messages=iter([overlap_answer(pages, site)]))
-    seen = [
-        (time.perf_counter(), c) for c in (model | StrOutputParser() | CitationGuard(verifier=verifier)).stream("q")
-    ]
+    seen: list[tuple[bool, str]] = []
+    for chunk in (model | StrOutputParser() | CitationGuard(verifier=verifier)).stream("q"):
+        seen.append((page.answered.is_set(), chunk))  # the next page is released by the first chunk
+        page.release.set()
     assert len(seen) >= 2
     assert seen[0][1].startswith("Water boils at 100")
-    assert page.finished and seen[0][0] < page.finished[-1]
+    assert not seen[0][0] and page.answered.is_set()  # out while the next sentence was being verified
 
 
-async def test_astream_emits_while_the_model_is_still_writing(
-    pages: FixtureServer, slow: tuple[FixtureServer, SlowPage, Verifier]
-) -> None:
-    _, _, verifier = slow
+async def test_astream_emits_while_the_model_is_still_writing(pages: FixtureServer, verifier: Verifier) -> None:
     first = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
-    rest = ["Titanic ", "was ", "directed ", "by ", "James ", "Cameron."]
-    produced: list[float] = []
+    first_out = asyncio.Event()
+    waited: list[bool] = []
 
     async def model(_: AsyncIterator[Any]) -> AsyncIterator[str]:
-        for part in [first, *rest]:
-            produced.append(time.perf_counter())
+        for part in [first, "Titanic ", "was ", "directed ", "by ", "James ", "Cameron."]:
             yield part
-            await asyncio.sleep(0.2)
+            if part == "directed ":  # the rest only once the first sentence is out (at most 20 s on)
+                try:
+                    await asyncio.wait_for(first_out.wait(), 20)
+                    waited.append(True)
+                except TimeoutError:
+                    waited.append(False)
 
     chain = RunnableGenerator(model) | CitationGuard(verifier=verifier)
-    received = [(time.perf_counter(), c) async for c in chain.astream("q")]
-    assert received[0][1] == first
-    assert received[0][0] < produced[-1]  # the first sentence came out before the model finished
+    received = []
+    async for chunk in chain.astream("q"):
+        received.append(chunk)
+        first_out.set()
+    assert received[0] == first
+    assert waited == [True]  # the first sentence came out before the model finished
 
 
 def test_sync_stream_emits_while_the_model_is_still_writing(pages: FixtureServer, verifier: Verifier) -> None:
     first = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
-    produced: list[float] = []
+    first_out = threading.Event()
+    waited: list[bool] = []
 
     def model(_: Iterator[Any]) -> Iterator[str]:
         for part in [first, "Titanic ", "was ", "directed ", "by ", "James ", "Cameron."]:
-            produced.append(time.perf_counter())
             yield part
-            time.sleep(0.2)
+            if part == "directed ":  # the rest only once the first sentence is out (at most 20 s on)
+                waited.append(first_out.wait(20))
 
     chain = RunnableGenerator(model) | CitationGuard(verifier=verifier)
-    received = [(time.perf_counter(), c) for c in chain.stream("q")]
-    assert received[0][1] == first
-    assert received[0][0] < produced[-1]
+    received = []
+    for chunk in chain.stream("q"):
+        received.append(chunk)
+        first_out.set()
+    assert received[0] == first
+    assert waited == [True]
 
 
 def test_stream_stops_with_the_block_message(pages: FixtureServer, verifier: Verifier) -> None:
