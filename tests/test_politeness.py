@@ -24,10 +24,14 @@ class Meter:
     """A route that counts requests in flight, records arrival times, and answers after ``delay``;
     ``first`` statuses (with headers) are answered before the 200s."""
 
-    def __init__(self, delay: float = 0.0, first: list[tuple[int, dict[str, str]]] | None = None) -> None:
+    def __init__(
+        self, delay: float = 0.0, first: list[tuple[int, dict[str, str]]] | None = None, company: int = 0
+    ) -> None:
         self.delay = delay
+        self.company = company
         self.first = list(first or [])
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)
         self.in_flight = 0
         self.most_in_flight = 0
         self.arrivals: list[tuple[float, str]] = []
@@ -38,6 +42,10 @@ class Meter:
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
             self.arrivals.append((time.monotonic(), handler.path))
             status, headers = self.first.pop(0) if self.first else (200, {})
+            # Wait (up to 10 s) for ``company`` requests in flight at once, so the cap is reached
+            # however slowly the requests come; then hold for ``delay`` so more could pile up.
+            self.arrived.notify_all()
+            self.arrived.wait_for(lambda: self.most_in_flight >= self.company, timeout=10)
         try:
             time.sleep(self.delay)
             body = BODY if status == 200 else b"slow down"
@@ -75,7 +83,7 @@ def fetcher(site: FixtureServer, limits: HostLimits, **options: object) -> Direc
 
 
 async def test_no_more_requests_in_flight_to_a_host_than_its_concurrency(site: FixtureServer) -> None:
-    meter = Meter(delay=0.3)
+    meter = Meter(delay=0.3, company=2)
     urls = mount(site, meter, [f"/p{i}" for i in range(8)])
     pages = await fetcher(site, HostLimits(concurrency=2, rate=None)).fetch_all(urls)
     assert all(page.original_status == 200 for page in pages.values())
