@@ -247,7 +247,10 @@ def probe_server(probe: Probe) -> Iterator[FixtureServer]:
         with probe.lock:
             probe.in_flight += 1
             probe.max_in_flight = max(probe.max_in_flight, probe.in_flight)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10  # until three are in flight: the bound is reached however slowly
+        while probe.max_in_flight < 3 and time.monotonic() < deadline:  # requests come
+            time.sleep(0.005)
+        time.sleep(0.3)  # then more could pile up, were the bound not kept
         with probe.lock:
             probe.in_flight -= 1
         _respond(handler, 200, article("Waiting", ["A page that took a while to serve to this client."]).encode())

@@ -140,6 +140,7 @@ async def test_bad_key_is_one_log_line_naming_the_variable(
 
 async def test_concurrency_is_bounded(llm: FakeLLMServer) -> None:
     llm.responder = lambda _r: anthropic_verdict("supported", QUOTE, delay=0.15)
+    llm.company = 2  # the bound is reached however slowly requests come; the delay lets more pile up
     verdicts = await make_judge(llm, concurrency=2).judge([REQUEST] * 6)
     assert [v.label for v in verdicts] == ["supported"] * 6
     assert llm.max_in_flight == 2

@@ -234,6 +234,7 @@ async def test_key_never_in_repr_or_failure_logs(llm: FakeLLMServer, caplog: pyt
 
 async def test_concurrency_is_bounded(llm: FakeLLMServer) -> None:
     llm.responder = lambda _r: openai_verdict("supported", QUOTE, delay=0.15)
+    llm.company = 3  # the bound is reached however slowly requests come; the delay lets more pile up
     verdicts = await make_judge(llm, concurrency=3).judge([REQUEST] * 10)
     assert all(v.label == "supported" for v in verdicts)
     assert len(llm.received) == 10
