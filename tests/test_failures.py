@@ -281,7 +281,7 @@ def test_postprocessor_keeps_nodes_whose_pages_all_time_out(
     from llama_index.postprocessor.citation_guardrail import CitationGuardPostprocessor
 
     for path in ("/slow-a", "/slow-b", "/slow-c"):
-        site.routes[path] = Route(body=PAGE, delay=1.0)
+        site.routes[path] = Route(body=PAGE, delay=30.0)  # only the fetch timeout answers sooner
     nodes = [
         NodeWithScore(node=TextNode(text=CLAIM, metadata={"url": site.url(p)}), score=1.0)
         for p in ("/slow-a", "/slow-b", "/slow-c")
