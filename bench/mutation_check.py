@@ -1,7 +1,8 @@
 """Mutation check of the guards: break each one on purpose and see whether its tests notice.
 
-Each mutation is one hand-written source edit (an exact text, found once, replaced) in a temporary
-copy of the repository, followed by the tests that guard that behaviour (``pytest -x``, slow tests
+Each mutation is one hand-written source edit (a text found once, replaced; runs of whitespace in
+it match any whitespace, so reformatting the source does not lose it) in a temporary copy of the
+repository, followed by the tests that guard that behaviour (``pytest -x``, slow tests
 left out). A mutation is *killed* when the tests fail, *survived* when they pass: a survivor is a
 guard that no test holds. Covered: the quote guard, the SSRF guard, the fetch caps and codings,
 charsets and home-page redirects, aggregation, the policy (unsafe links included), the service's
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +35,7 @@ COPIED = ("guardrail", "tests", "integrations", "pyproject.toml", "README.md")
 
 @dataclass(frozen=True)
 class Mutation:
-    """One deliberate bug: in ``file``, ``find`` (present exactly once) becomes ``replace``."""
+    """One deliberate bug: in ``file``, ``find`` (found exactly once by :func:`locate`) becomes ``replace``."""
 
     id: str
     area: str
@@ -45,7 +47,8 @@ class Mutation:
 
 
 QUOTE_TESTS = ("tests/test_core_stages.py", "tests/test_verifier.py", "tests/test_text_normalisation.py")
-SSRF_TESTS = ("tests/test_ssrf.py",)
+SSRF_TESTS = ("tests/test_ssrf.py", "tests/test_ssrf_registries.py")
+STATUS_TESTS = ("tests/test_status_promises.py",)
 POLICY_TESTS = ("tests/test_policy.py", "tests/test_unsafe_links.py")
 AUTH_TESTS = ("tests/test_server.py", "-k", "bearer or token")
 SETTINGS_TESTS = ("tests/test_core_stages.py", "tests/test_ssrf.py", "-k", "Settings or opening or opt_in")
@@ -170,6 +173,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         "return (host, port) in self.allowed_hosts or (host, None) in self.allowed_hosts",
         "return any(h == host for h, _ in self.allowed_hosts)",
         SSRF_TESTS, "an allowed host:port opens every port of that host",
+    ),
+    Mutation(
+        "ssrf-ietf-assignments-open", "ssrf", SSRF,
+        '    _range("192.0.0.0/24", "reserved (IETF protocol assignments)"),\n', "",
+        SSRF_TESTS, "192.0.0.0/24 (IETF protocol assignments, 192.0.0.8 the dummy address) is public",
+    ),
+    Mutation(
+        "ssrf-ipv6-not-global-fetched", "ssrf", SSRF,
+        '    if isinstance(ip, ipaddress.IPv6Address) and not ip.is_global:\n        return "reserved"\n', "",
+        SSRF_TESTS, "an IPv6 address in no listed range but not global (2001:100::1) is fetched",
+    ),
+    # -- statuses that are not the page's fault ---------------------------------------------------
+    Mutation(
+        "status-403-dead", "status", "guardrail/core/schema.py",
+        "ACCESS_DENIED_STATUSES = frozenset({401, 403, 407, 451})",
+        "ACCESS_DENIED_STATUSES = frozenset({401, 407, 451})",
+        STATUS_TESTS, "a 403 (a bot wall) reads as a dead link",
+    ),
+    Mutation(
+        "status-500-dead", "status", "guardrail/core/schema.py",
+        "return status >= 500 or status in RETRYABLE_STATUSES", "return status > 500 or status in RETRYABLE_STATUSES",
+        STATUS_TESTS, "a 500 (and 501, 599 ...) reads as a dead link",
     ),
     # -- fetch caps, codings, charsets, home pages ------------------------------------------------
     Mutation(
@@ -313,14 +338,33 @@ MUTATIONS: tuple[Mutation, ...] = (
 )  # fmt: skip
 
 
+def locate(source: str, find: str) -> list[tuple[int, int]]:
+    """The spans of ``source`` that ``find`` matches, each run of whitespace in ``find`` matching any
+    run of whitespace (a rewrapped line or a changed indent is the same code), and whitespace
+    before or after a bracket, comma or dot optional (a formatter adds or drops it). Whitespace
+    that starts or ends ``find`` must be there as given: the replacement keeps it."""
+    pieces = [piece for piece in re.split(r"(\s+)", find) if piece]
+    inner = range(1, len(pieces) - 1)  # leading and trailing whitespace (an indent, a newline) as given
+    pattern = "".join(r"\s*" if n in inner and p.isspace() else re.escape(p) for n, p in enumerate(pieces))
+    pattern = re.sub(r"(\\[(\[{,.])", r"\1\\s*", pattern)  # "f(" may be followed by a line break
+    pattern = re.sub(r"(\\[)\]}])", r"\\s*\1", pattern)
+    return [m.span() for m in re.finditer(pattern, source)]
+
+
+def mutated(source: str, mutation: Mutation) -> str:
+    """``source`` with ``mutation`` applied; ``ValueError`` unless its text is found exactly once."""
+    spans = locate(source, mutation.find)
+    if len(spans) != 1:
+        raise ValueError(f"{mutation.id}: the text to mutate is found {len(spans)} times in {mutation.file}, not once")
+    start, end = spans[0]
+    return source[:start] + mutation.replace + source[end:]
+
+
 def apply(tree: Path, mutation: Mutation) -> str:
     """Edit ``tree`` with ``mutation``; returns the file's original text (to put back)."""
     path = tree / mutation.file
     original = path.read_text(encoding="utf-8")
-    count = original.count(mutation.find)
-    if count != 1:
-        raise ValueError(f"{mutation.id}: the text to mutate occurs {count} times in {mutation.file}, not once")
-    path.write_text(original.replace(mutation.find, mutation.replace), encoding="utf-8")
+    path.write_text(mutated(original, mutation), encoding="utf-8")
     return original
 
 
@@ -351,6 +395,7 @@ def copy_tree(destination: Path) -> Path:
 
 
 def check(mutations: list[Mutation], timeout: float) -> dict[str, Any]:
+    """Run each mutation's tests on a copy of the repository (after the unmutated copy passes them)."""
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as tmp:
         tree = copy_tree(Path(tmp))

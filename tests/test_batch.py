@@ -47,12 +47,14 @@ from guardrail.apps.cli import app
 from guardrail.apps.cli.batch import _Progress, run_batch_cli
 from guardrail.apps.cli.common import load_settings
 from guardrail.core.policy import Policy, apply_policy
-from guardrail.fetch.once import PageMemo
+from guardrail.fetch.once import FetchOnce, PageMemo
 from guardrail.settings import ConfigurationError
 from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
 from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
 from tests.fixtures.pages import BOILING
+from tests.fixtures.server import HeldPage
+from tests.fixtures.tasks import innermost_code
 
 runner = CliRunner()
 CLAIM = "At sea level pure water boils at 100 degrees Celsius."
@@ -663,8 +665,13 @@ async def test_with_a_bounded_memo_pages_fetched_ahead_are_fetched_once() -> Non
 async def test_a_run_that_ends_while_fetching_ahead_does_not_break_another_run_on_the_same_memo() -> None:
     # As a Ray actor runs two blocks on one memo: block A's last row fails before fetching (over the
     # claim limit) while A fetches its page ahead; block B waits for that page. A ends and cancels
-    # its fetch; B must still get the page.
-    site = LoopbackSite({"/a": Route(body=f"<p>{CLAIM}</p>"), "/p": Route(body=f"<p>{CLAIM}</p>", delay=0.5)}).start()
+    # its fetch; B must still get the page. The order is made, not hoped for: /p is held until A has
+    # ended, B starts once A's fetch of /p has reached the server, and A's first page (/a) is
+    # answered only once B waits on the memo for /p.
+    a_ended, b_waits = threading.Event(), threading.Event()
+    page_p = HeldPage(f"<p>{CLAIM}</p>", release=a_ended)
+    page_a = HeldPage(f"<p>{CLAIM}</p>", release=b_waits)
+    site = LoopbackSite({"/a": Route(handler=page_a), "/p": Route(handler=page_p)}).start()
     try:
         settings = Settings(allow_private_hosts=True, cache_path="off", audit_path="off", max_answer_chars=200)  # type: ignore[arg-type]
         verifier = Verifier(judge=OverlapJudge(), embedder=HashEmbedder(), settings=settings)
@@ -674,18 +681,21 @@ async def test_a_run_that_ends_while_fetching_ahead_does_not_break_another_run_o
             row_from_data(2, {"id": "a1", "claim": CLAIM + " and more" * 30, "urls": [site.url("/p")]}),
         ]
         block_b = [row_from_data(3, {"id": "b1", "claim": CLAIM, "urls": [site.url("/p")]})]
-
-        async def later(rows: list[BatchRow]) -> tuple[list[RowResult], int]:
-            deadline = time.monotonic() + 20
-            while not site.hits.get("/p"):  # A is fetching /p ahead
-                assert time.monotonic() < deadline, "block A never fetched /p ahead"
-                await asyncio.sleep(0.01)
-            return await arun_batch(rows, verifier, concurrency=1, memo=memo)
-
-        (a, _), (b, _) = await asyncio.gather(arun_batch(block_a, verifier, concurrency=1, memo=memo), later(block_b))
+        run_a = asyncio.ensure_future(arun_batch(block_a, verifier, concurrency=1, memo=memo))
+        run_a.add_done_callback(lambda _: a_ended.set())
+        assert await asyncio.to_thread(page_p.arrived.wait, 20), "block A never fetched /p ahead"
+        run_b = asyncio.ensure_future(arun_batch(block_b, verifier, concurrency=1, memo=memo))
+        deadline = time.monotonic() + 20
+        while not any(innermost_code(t) is FetchOnce._memoized.__code__ for t in asyncio.all_tasks()):
+            assert time.monotonic() < deadline, "block B never waited for the page A fetches"
+            await asyncio.sleep(0.01)
+        b_waits.set()
+        (a, _), (b, _) = await asyncio.gather(run_a, run_b)
         assert a[1].error is not None and "GUARDRAIL_MAX_ANSWER_CHARS" in a[1].error
         assert b[0].error is None and b[0].claim_report is not None and b[0].claim_report.overall == "supported"
     finally:
+        a_ended.set()
+        b_waits.set()
         site.stop()
 
 

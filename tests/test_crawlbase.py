@@ -357,6 +357,7 @@ async def test_concurrency_is_bounded(api: FakeCrawlbase) -> None:
     urls = [f"https://example.org/slow-{i}" for i in range(7)]
     for url in urls:
         api.targets[url] = FakeTarget(readable=ARTICLE_MD, delay=0.2)
+    api.company = 3  # the bound is reached however slowly requests come; the delay lets more pile up
     result = await make(api, concurrency=3).fetch_all(urls)
     assert all(p.reason is None for p in result.values())
     assert api.max_in_flight == 3  # never more than the bound, and the bound was used

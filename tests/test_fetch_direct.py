@@ -62,9 +62,7 @@ async def test_origin_errors_are_unreachable(pages: LoopbackSite, path: str, sta
 
 
 async def test_slow_page_times_out(pages: LoopbackSite) -> None:
-    started = time.monotonic()
-    p = await fetch(pages.url("/slow"), timeout=0.5)
-    assert time.monotonic() - started < 2.5
+    p = await fetch(pages.url("/slow"), timeout=0.5)  # the page answers after 3 s: only the timeout ends it
     assert p.reason == Reason.fetch_timeout.value
     assert outcome(p) == (Label.unreachable, "fetch_timeout")
 
@@ -179,10 +177,8 @@ async def test_a_broken_pdf_is_a_verdict_naming_the_error(content_type: str, cap
 
 
 async def test_oversized_body_stops_at_the_cap(pages: LoopbackSite) -> None:
-    started = time.monotonic()
     p = await fetch(pages.url("/oversized"), max_bytes=1_000_000)
-    assert time.monotonic() - started < 5
-    assert outcome(p) == (Label.not_found, "too_large")
+    assert outcome(p) == (Label.not_found, "too_large")  # stopping the read is held by the streamed test below
 
 
 async def test_refused_connection_is_fetch_error() -> None:
@@ -266,7 +262,10 @@ def probe_server(probe: Probe) -> Iterator[LoopbackSite]:
         with probe.lock:
             probe.in_flight += 1
             probe.max_in_flight = max(probe.max_in_flight, probe.in_flight)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10  # until three are in flight: the bound is reached however slowly
+        while probe.max_in_flight < 3 and time.monotonic() < deadline:  # requests come
+            time.sleep(0.005)
+        time.sleep(0.3)  # then more could pile up, were the bound not kept
         with probe.lock:
             probe.in_flight -= 1
         _respond(handler, 200, article("Waiting", ["A page that took a while to serve to this client."]).encode())
@@ -403,9 +402,7 @@ async def test_host_header_carries_the_name_while_connecting_to_the_vetted_ip(
 async def test_streamed_body_is_cut_at_the_cap(probe_server: LoopbackSite, probe: Probe) -> None:
     """The server counts what it managed to send: far less than the ~190 MB it would send to a
     reader that did not stop (the slack is the kernel's socket buffers)."""
-    started = time.monotonic()
     p = await fetch(probe_server.url("/counted-oversized"), max_bytes=1_000_000)
-    assert time.monotonic() - started < 5
     assert p.reason == Reason.too_large.value
     assert probe.oversized_done.wait(10)
     assert probe.oversized_written < 20_000_000, probe.oversized_written
@@ -419,10 +416,8 @@ async def test_declared_length_over_the_cap_is_refused_before_reading(probe_serv
 
 async def test_total_time_per_page_is_bounded(probe_server: LoopbackSite) -> None:
     """A body dripping one byte every 0.2 s never trips the read timeout; the page budget stops it."""
-    started = time.monotonic()
     p = await fetch(probe_server.url("/drip"), timeout=1.0, total_timeout=1.5)
-    assert p.reason == Reason.fetch_timeout.value
-    assert time.monotonic() - started < 3
+    assert p.reason == Reason.fetch_timeout.value  # the whole drip takes 20 s: only the budget ends it sooner
 
 
 @pytest.mark.parametrize(

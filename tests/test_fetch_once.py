@@ -14,20 +14,40 @@ from guardrail.fetch.once import FetchOnce, PageMemo
 from guardrail.settings import ConfigurationError
 from guardrail.testing import LoopbackSite, Route
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
+from tests.fixtures.server import HeldPage
+from tests.fixtures.tasks import innermost_code, until
+
+SLOW_PAGE = "<html><body><p>Slow page about water.</p></body></html>"
 
 
 @pytest.fixture
-def site() -> Iterator[LoopbackSite]:
+def held() -> HeldPage:
+    """``/held``: answered once the test releases it (at most 20 s on)."""
+    return HeldPage(SLOW_PAGE, limit=20.0)
+
+
+@pytest.fixture
+def site(held: HeldPage) -> Iterator[LoopbackSite]:
     server = LoopbackSite(
         {
-            "/slow": Route(body="<html><body><p>Slow page about water.</p></body></html>", delay=0.4),
+            "/slow": Route(body=SLOW_PAGE, delay=0.4),
+            "/held": Route(handler=held),
             "/fast": Route(body="<html><body><p>Fast page.</p></body></html>"),
         }
     ).start()
     try:
         yield server
     finally:
+        held.release.set()
         server.stop()
+
+
+WAITING = {FetchOnce._shared.__code__, FetchOnce._memoized.__code__}
+
+
+async def waits_for_the_owner(task: asyncio.Task[object]) -> None:
+    """Until ``task`` is suspended waiting for another caller's fetch of its page."""
+    await until(lambda: innermost_code(task) in WAITING, "the caller waits for the owner's fetch")
 
 
 def shared() -> FetchOnce:
@@ -54,31 +74,35 @@ async def test_concurrent_callers_share_one_fetch(site: LoopbackSite) -> None:
     assert site.hits["/slow"] == 2
 
 
-async def test_a_cancelled_waiter_does_not_cancel_the_fetch(site: LoopbackSite) -> None:
+async def test_a_cancelled_waiter_does_not_cancel_the_fetch(site: LoopbackSite, held: HeldPage) -> None:
     fetcher = shared()
-    url = site.url("/slow")
+    url = site.url("/held")
     owner = asyncio.create_task(fetcher.fetch_all([url]))
-    await asked(site, "/slow")
+    await asked(site, "/held")
     waiter = asyncio.create_task(fetcher.fetch_all([url]))
-    await asyncio.sleep(0.05)
+    await waits_for_the_owner(waiter)
     waiter.cancel()
+    held.release.set()
     page = (await owner)[url]
-    assert page.original_status == 200 and site.hits["/slow"] == 1
+    assert page.original_status == 200 and site.hits["/held"] == 1
     with pytest.raises(asyncio.CancelledError):
         await waiter
 
 
-async def test_when_the_fetching_caller_is_cancelled_waiters_fetch_themselves(site: LoopbackSite) -> None:
+async def test_when_the_fetching_caller_is_cancelled_waiters_fetch_themselves(
+    site: LoopbackSite, held: HeldPage
+) -> None:
     fetcher = shared()
-    url = site.url("/slow")
+    url = site.url("/held")
     owner = asyncio.create_task(fetcher.fetch_all([url]))
-    await asked(site, "/slow")
+    await asked(site, "/held")
     waiter = asyncio.create_task(fetcher.fetch_all([url]))
-    await asyncio.sleep(0.05)
+    await waits_for_the_owner(waiter)
     owner.cancel()
+    held.release.set()
     page = (await waiter)[url]
     assert page.original_status == 200 and "Slow page" in page.text
-    assert site.hits["/slow"] == 2
+    assert site.hits["/held"] == 2
 
 
 async def test_a_bounded_memo_keeps_the_pages_used_last(site: LoopbackSite) -> None:
@@ -107,36 +131,41 @@ async def test_a_bounded_memo_never_lets_go_of_a_page_being_fetched(site: Loopba
     assert site.hits["/slow"] == 1
 
 
-async def test_through_a_memo_a_waiter_whose_owner_is_cancelled_fetches_the_page_itself(site: LoopbackSite) -> None:
+async def test_through_a_memo_a_waiter_whose_owner_is_cancelled_fetches_the_page_itself(
+    site: LoopbackSite, held: HeldPage
+) -> None:
     # A batch run that ends cancels the pages it was fetching ahead; another run sharing the memo
     # (a Ray actor's blocks) must get the page, not a CancelledError.
     fetcher = shared()
-    url = site.url("/slow")
+    url = site.url("/held")
     memo = PageMemo(limit=8)
     owner = asyncio.create_task(fetcher.fetch_all([url], memo))
-    await asked(site, "/slow")
+    await asked(site, "/held")
     waiter = asyncio.create_task(fetcher.fetch_all([url], memo))
-    await asyncio.sleep(0.05)
+    await waits_for_the_owner(waiter)
     owner.cancel()
+    held.release.set()
     page = (await waiter)[url]
     assert page.original_status == 200 and "Slow page" in page.text
-    assert site.hits["/slow"] == 2 and memo.tasks[url].done()
+    assert site.hits["/held"] == 2 and memo.tasks[url].done()
     with pytest.raises(asyncio.CancelledError):
         await owner
 
 
-async def test_through_a_memo_a_cancelled_waiter_does_not_cancel_the_page(site: LoopbackSite) -> None:
+async def test_through_a_memo_a_cancelled_waiter_does_not_cancel_the_page(site: LoopbackSite, held: HeldPage) -> None:
     fetcher = shared()
-    url = site.url("/slow")
+    url = site.url("/held")
     memo = PageMemo()
     owner = asyncio.create_task(fetcher.fetch_all([url], memo))
-    await asked(site, "/slow")
+    await asked(site, "/held")
     waiters = [asyncio.create_task(fetcher.fetch_all([url], memo)) for _ in range(2)]
-    await asyncio.sleep(0.05)
+    for waiter in waiters:
+        await waits_for_the_owner(waiter)
     waiters[0].cancel()
+    held.release.set()
     assert (await owner)[url].original_status == 200
     assert (await waiters[1])[url].original_status == 200
-    assert site.hits["/slow"] == 1
+    assert site.hits["/held"] == 1
     with pytest.raises(asyncio.CancelledError):
         await waiters[0]
 
@@ -147,12 +176,14 @@ async def test_through_a_memo_a_rejected_token_reaches_the_waiters_as_itself() -
     api = FakeCrawlbase().start()
     try:
         url = "https://example.org/b"
-        api.targets[url] = FakeTarget(readable="x", api_failures=[401], delay=0.3)
+        # The API answers after 2 s: the waiter joins within that (seen waiting, not guessed).
+        api.targets[url] = FakeTarget(readable="x", api_failures=[401], delay=2.0)
         fetcher = FetchOnce(CrawlbaseFetcher(NORMAL_TOKEN, api_url=api.api_url, retry_base_delay=0.01))
         memo = PageMemo(limit=8)
         owner = asyncio.create_task(fetcher.fetch_all([url], memo))
-        await asyncio.sleep(0.1)
+        await until(lambda: api.calls_for(url), "the owner asks the API")
         waiter = asyncio.create_task(fetcher.fetch_all([url], memo))
+        await waits_for_the_owner(waiter)
         for task in (owner, waiter):
             with pytest.raises(ConfigurationError, match="CRAWLBASE_TOKEN"):
                 await task

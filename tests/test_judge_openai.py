@@ -8,7 +8,6 @@ import json
 import logging
 import re
 import socket
-import time
 from collections.abc import Callable
 
 import pytest
@@ -167,30 +166,26 @@ async def test_retry_after_is_honoured(llm: FakeLLMServer) -> None:
 
 async def test_retry_after_beyond_reason_gives_up_at_once(llm: FakeLLMServer) -> None:
     llm.push(error_reply(429, retry_after="3600"), openai_verdict("supported", QUOTE))
-    started = time.monotonic()
-    [verdict] = await make_judge(llm).judge([REQUEST])
+    [verdict] = await asyncio.wait_for(make_judge(llm).judge([REQUEST]), 30)  # not an hour's wait
     assert verdict == judge_error()
     assert len(llm.received) == 1
-    assert time.monotonic() - started < 1.0
 
 
 async def test_slow_answer_times_out_and_is_retried(llm: FakeLLMServer) -> None:
     policy = RetryPolicy(attempts=3, attempt_timeout=0.3, backoff=0.01)
-    llm.push(openai_verdict("contradicted", QUOTE, delay=3.0), openai_verdict("supported", QUOTE))
-    started = time.monotonic()
-    [verdict] = await make_judge(llm, retry=policy).judge([REQUEST])
+    # The first answer comes after a minute: only the attempt timeout gets to the second one sooner.
+    llm.push(openai_verdict("contradicted", QUOTE, delay=60.0), openai_verdict("supported", QUOTE))
+    [verdict] = await asyncio.wait_for(make_judge(llm, retry=policy).judge([REQUEST]), 30)
     assert verdict.label == "supported"  # the late answer was abandoned, not used
     assert len(llm.received) == 2
-    assert time.monotonic() - started < 2.0
 
 
 async def test_time_budget_bounds_the_whole_request(llm: FakeLLMServer) -> None:
     policy = RetryPolicy(attempts=10, attempt_timeout=0.3, budget=0.5, backoff=0.01)
-    llm.responder = lambda _r: openai_verdict("supported", QUOTE, delay=3.0)
-    started = time.monotonic()
-    [verdict] = await make_judge(llm, retry=policy).judge([REQUEST])
+    llm.responder = lambda _r: openai_verdict("supported", QUOTE, delay=60.0)
+    # Not one minute-long answer (the wait's bound), nor 10 attempts of 0.3 s (the count).
+    [verdict] = await asyncio.wait_for(make_judge(llm, retry=policy).judge([REQUEST]), 30)
     assert verdict == judge_error()
-    assert time.monotonic() - started < 1.5  # not 10 attempts x 0.3 s, nor one 3 s answer
     assert 1 <= len(llm.received) <= 2
 
 
@@ -239,6 +234,7 @@ async def test_key_never_in_repr_or_failure_logs(llm: FakeLLMServer, caplog: pyt
 
 async def test_concurrency_is_bounded(llm: FakeLLMServer) -> None:
     llm.responder = lambda _r: openai_verdict("supported", QUOTE, delay=0.15)
+    llm.company = 3  # the bound is reached however slowly requests come; the delay lets more pile up
     verdicts = await make_judge(llm, concurrency=3).judge([REQUEST] * 10)
     assert all(v.label == "supported" for v in verdicts)
     assert len(llm.received) == 10

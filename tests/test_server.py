@@ -29,6 +29,7 @@ from guardrail.apps.server.middleware import BearerAuth, BodyLimit
 from guardrail.judges.batching import BatchingJudge
 from guardrail.store import AuditStore
 from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route, ScriptedJudge
+from tests.fixtures.tasks import innermost_code, until
 from tests.fixtures.uvicorn_server import served
 from tests.test_grounding import FACTS, TITANIC_EXAMPLES
 
@@ -594,15 +595,29 @@ async def test_the_middleware_lets_other_scopes_through_and_refuses_bad_settings
 
 
 class SlowJudge(OverlapJudge):
-    """The overlap judge, taking 0.2 s per call."""
+    """The overlap judge, taking 0.05 s per call."""
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.05)
+        return await super().judge(requests)
+
+
+class GatedJudge(OverlapJudge):
+    """The overlap judge, answering only once ``release`` is set; ``entered`` is set by each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        self.entered.set()
+        await asyncio.wait_for(self.release.wait(), 20)
         return await super().judge(requests)
 
 
 async def test_batching_judge_merges_concurrent_calls_and_routes_the_verdicts() -> None:
-    inner = SlowJudge()
+    inner = GatedJudge()
     judge = BatchingJudge(inner)
     assert (judge.name, judge.model) == (inner.name, inner.model)
     passages = ["Water boils at 100 degrees Celsius at sea level.", "Ice melts at 0 degrees Celsius."]
@@ -617,8 +632,13 @@ async def test_batching_judge_merges_concurrent_calls_and_routes_the_verdicts() 
         return asyncio.create_task(judge.judge([JudgeRequest(claim=c, passages=passages) for c in group]))
 
     first = call(claims[0])
-    await asyncio.sleep(0.05)  # the first call is being judged when the others arrive
-    results = [await first, *await asyncio.gather(*(call(g) for g in claims[1:]))]
+    await asyncio.wait_for(inner.entered.wait(), 20)  # the first call is being judged when the others arrive
+    others = [call(g) for g in claims[1:]]
+    await until(
+        lambda: all(innermost_code(t) is BatchingJudge.judge.__code__ for t in others), "the others wait in the queue"
+    )
+    inner.release.set()
+    results = [await first, *await asyncio.gather(*others)]
     # The first call ran alone; the three that arrived while it ran shared the second inner call.
     assert [len(c) for c in inner.calls] == [1, 4]
     assert [[v.label for v in r] for r in results] == [
@@ -671,7 +691,12 @@ class ConcurrencyJudge(OverlapJudge):
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
-            await asyncio.sleep(0.3)
+            # Each call waits (up to 10 s) for another to be judged with it: requests judged one after
+            # another would each wait out the bound and leave the peak at 1.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while self.peak < 2 and loop.time() < deadline:
+                await asyncio.sleep(0.01)
             return await super().judge(requests)
         finally:
             self.active -= 1

@@ -30,12 +30,14 @@ from guardrail.apps.server import create_app
 from guardrail.apps.server.dependencies import state_of
 from guardrail.apps.server.models import PresetName
 from guardrail.apps.server.protocol import MAX_HEAD_BYTES, ConnectionLimits, GuardedH11Protocol
+from guardrail.core.extract import extract_claims
 from guardrail.core.policy import POLICY_PRESETS
 from guardrail.fetch.crawlbase import CrawlbaseFetcher
 from guardrail.store import AuditStore
 from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from tests.fakes import SlowCpuJudge
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
+from tests.fixtures.tasks import running_frame
 from tests.fixtures.uvicorn_server import served as uvicorn_served
 from tests.test_audit_writer import HeldLock
 from tests.test_store import damage
@@ -311,7 +313,9 @@ def test_a_locked_audit_store_neither_freezes_the_service_nor_loses_rows(tmp_pat
             start = time.perf_counter()
             for _ in range(5):
                 assert c.post("/verify", json=body).status_code == 200
-            assert time.perf_counter() - start < 3  # not 5 x the busy timeout
+            # Answered while the lock is held: a request writing its row inline would wait out the
+            # store's busy timeout (30 s) each; the bound is far from both, so load cannot trip it.
+            assert time.perf_counter() - start < 20
             deadline = time.monotonic() + 10
             while (health := c.get("/health").json())["status"] == "ok":
                 assert time.monotonic() < deadline
@@ -364,38 +368,37 @@ def many_claims(n: int) -> dict[str, object]:
 
 def test_work_stops_when_the_client_leaves(tmp_path: Path) -> None:
     judge = SlowCpuJudge(0.1)
-    app = create_app(verifier=fake_verifier(judge, max_answer_chars=100_000, max_claims=1000, max_checks=10_000))
+    app = create_app(verifier=fake_verifier(judge, max_answer_chars=200_000, max_claims=2000, max_checks=20_000))
+    inflight = app.state.inflight
     with served(app) as (host, port):
-        raw = json.dumps(many_claims(400)).encode()  # 2000 pairs: 63 chunks of 32, 6 s of judging
+        raw = json.dumps(many_claims(1200)).encode()  # 6000 pairs: 188 chunks of 32, 19 s of judging
         with socket.create_connection((host, port)) as conn:
             conn.sendall(
                 b"POST /v1/guard HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(raw), raw)
             )
             deadline = time.monotonic() + 20
-            while not judge.calls:
+            while not any(len(call) > 1 for call in judge.calls):  # a chunk of the request (not the warm-up)
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
-        # The client is gone: the work must stop. How soon the server notices depends on the
-        # machine's load, so wait for the count to hold still (a full run is 63 chunks, 6 s).
-        deadline = time.monotonic() + 10
-        settled = -1
-        while len(judge.calls) != settled and time.monotonic() < deadline:
-            settled = len(judge.calls)
-            time.sleep(0.8)  # eight chunks' time: a running job would have moved on
-        assert len(judge.calls) == settled <= 12, len(judge.calls)
+        # The client is gone: the server ends the request (its task leaves the in-flight set) and
+        # the judge's worker finishes at most the chunk it is on. A run that went on would stay in
+        # flight for all 188 chunks, past the wait below.
+        deadline = time.monotonic() + 15
+        while inflight._tasks or judge.finished < len(judge.calls):
+            assert time.monotonic() < deadline, (len(inflight._tasks), len(judge.calls))
+            time.sleep(0.01)
+        assert len(judge.calls) < 94, len(judge.calls)  # stopped well before the end
 
 
 def test_the_deadline_answers_504_and_stops_the_work(tmp_path: Path) -> None:
-    with LoopbackSite({"/slow": Route(body="<p>late</p>", delay=5.0)}) as site:
+    # The page answers after a minute: only the deadline can answer before it (a 504, not a verdict).
+    with LoopbackSite({"/slow": Route(body="<p>late</p>", delay=60.0)}) as site:
         app = create_app(verifier=fake_verifier(request_timeout=0.5))
         with TestClient(app) as c:
-            start = time.perf_counter()
             response = c.post("/verify", json={"claim": CLAIM, "urls": [site.url("/slow")]})
-            elapsed = time.perf_counter() - start
             assert response.status_code == 504 and "GUARDRAIL_REQUEST_TIMEOUT" in response.json()["detail"]
             assert response.json()["error"]["status"] == "DEADLINE_EXCEEDED"
-            assert elapsed < 3
             assert c.get("/health").status_code == 200  # quick requests are not touched
 
 
@@ -429,28 +432,33 @@ def test_a_hung_crawlbase_api_is_a_fetch_timeout_in_a_200_not_a_504() -> None:
 
 
 @pytest.mark.usefixtures("settled_heap")
-def test_health_answers_quickly_during_a_heavy_request() -> None:
-    app = create_app(verifier=fake_verifier(max_answer_chars=400_000, max_claims=10_000))
-    # A second or more to extract, in many short paragraphs: each C-level scan that holds the GIL
-    # is short, so what this measures is whether extraction runs on the event loop, not the GIL.
-    answer = "Water boils at 100 degrees Celsius at sea level.\n\n" * 6000
+def test_health_answers_while_a_heavy_request_is_extracting() -> None:
+    """/health is answered while a heavy request's extraction is known to be running (its frame is
+    on a thread's stack before /health is asked and still there once it is answered). Were
+    extraction on the event loop, /health could only be answered after it returned."""
+    app = create_app(verifier=fake_verifier(max_answer_chars=1_000_000, max_claims=40_000))
+    answer = "Water boils at 100 degrees Celsius at sea level.\n\n" * 18_000  # seconds of extraction
+    code = extract_claims.__code__
     with served(app) as (host, port):
         base = f"http://{host}:{port}"
-        heavy = threading.Thread(target=lambda: httpx.post(base + "/v1/guard", json={"answer": answer}, timeout=60))
-        latencies: list[float] = []
-        began = time.perf_counter()
-        heavy.start()
-        while heavy.is_alive():
-            start = time.perf_counter()
-            assert httpx.get(base + "/health", timeout=10).status_code == 200
-            latencies.append(time.perf_counter() - start)
-            time.sleep(0.02)
-        heavy.join()
-        took = time.perf_counter() - began
-    # On the loop, extraction would hold /health for nearly all of it; in a thread /health only waits
-    # for its turn at the GIL (this test's client threads share the process with the server), longest
-    # behind C code holding it (a scan of the whole answer for bare URLs), more on a loaded machine.
-    assert len(latencies) >= 3 and max(latencies) < took / 2, (took, latencies)
+        # A run where /health is slower than what is left of the extraction proves nothing either
+        # way, so the heavy request is sent again (a loop-bound extraction can never pass).
+        for _ in range(5):
+            heavy = threading.Thread(
+                target=lambda: httpx.post(base + "/v1/guard", json={"answer": answer}, timeout=120)
+            )
+            heavy.start()
+            try:
+                while (extracting := running_frame(code)) is None and heavy.is_alive():
+                    time.sleep(0.001)
+                if extracting is None:
+                    continue
+                assert httpx.get(base + "/health", timeout=120).status_code == 200
+                if running_frame(code) is extracting:
+                    return
+            finally:
+                heavy.join()
+    pytest.fail("/health was never answered while a heavy request was extracting")
 
 
 def test_a_slow_body_is_cut_off_with_408() -> None:
@@ -463,9 +471,8 @@ def test_a_slow_body_is_cut_off_with_408() -> None:
                 b"POST /verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
             )
             conns.append(conn)
-        start = time.perf_counter()
-        replies = [_read_to_close(conn) for conn in conns]  # each answered, then closed by the server
-        assert time.perf_counter() - start < 5
+        # Each answered, then closed by the server; one left waiting fails on its socket timeout (10 s).
+        replies = [_read_to_close(conn) for conn in conns]
         assert all(r.startswith(b"HTTP/1.1 408") and b"GUARDRAIL_BODY_TIMEOUT" in r for r in replies), replies[0]
         for conn in conns:
             conn.close()
@@ -482,9 +489,7 @@ def test_a_slow_head_is_cut_off_and_an_oversized_one_answers_431() -> None:
     with served(create_app(verifier=fake_verifier())) as (host, port):
         with socket.create_connection((host, port), timeout=10) as conn:
             conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # the head never ends
-            start = time.perf_counter()
-            assert conn.recv(4096).startswith(b"HTTP/1.1 408")
-            assert time.perf_counter() - start < 3
+            assert conn.recv(4096).startswith(b"HTTP/1.1 408")  # a socket timeout (10 s) fails the test
         with socket.create_connection((host, port), timeout=10) as conn:
             conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1024 * 1024) + b"\r\n\r\n")
             assert conn.recv(4096).startswith(b"HTTP/1.1 431")
@@ -494,9 +499,7 @@ def test_a_slow_head_is_cut_off_and_an_oversized_one_answers_431() -> None:
 def test_an_idle_connection_is_closed_within_the_head_deadline() -> None:
     with served(create_app(verifier=fake_verifier())) as (host, port):
         with socket.create_connection((host, port), timeout=10) as conn:  # never sends a byte
-            start = time.perf_counter()
             reply = _read_to_close(conn)  # a socket timeout (10 s) fails the test: it was kept open
-            assert time.perf_counter() - start < 5
         assert reply == b"" or reply.startswith(b"HTTP/1.1 408"), reply
 
 
@@ -593,10 +596,8 @@ def test_sigterm_stops_the_service_within_seconds(tmp_path: Path) -> None:
             while not site.hits.get("/slow"):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
-            start = time.perf_counter()
             proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=15)
-            assert time.perf_counter() - start < 5
+            proc.wait(timeout=20)  # the request in flight waits a minute: only the graceful timeout ends it sooner
             slow.join(timeout=10)
             assert [a.status_code for a in answers] == [503]  # told, not reset
             assert answers[0].json()["error"]["status"] == "UNAVAILABLE" and answers[0].headers["retry-after"] == "1"

@@ -809,7 +809,10 @@ def test_recorder_is_cheap_enough_to_run_inline(tmp_path: Path) -> None:
     for _ in range(200):
         audit.record(_decision(page))
     per_row = (time.perf_counter() - start) / 200
-    assert per_row < 0.01, f"{per_row * 1000:.2f} ms per audit row"
+    # About 0.5 ms on an idle machine. A budget, not an event: the bound leaves fifty times that for
+    # a loaded one and fails a recorder gone slow by an order of magnitude (a page text compressed
+    # again per row costs only ~0.1 ms more and is not what this catches).
+    assert per_row < 0.025, f"{per_row * 1000:.2f} ms per audit row"
 
 
 def test_store_repr_and_env(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import asyncio
 import contextvars
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 import pytest
 
@@ -31,16 +31,21 @@ from guardrail.bridges import aiter_from_sync, iterate_sync
 from guardrail.testing import LoopbackSite, OverlapJudge, Route
 from tests.fakes import fixture_verifier
 from tests.fixtures.pages import TITANIC
-from tests.fixtures.server import SlowPage
+from tests.fixtures.server import HeldPage
+from tests.fixtures.tasks import innermost_code
+
+WAITING_FOR_A_TURN = asyncio.Semaphore.acquire.__code__
 
 
-@pytest.fixture(scope="module")
-def slow_site() -> Iterator[tuple[LoopbackSite, SlowPage]]:
-    slow = SlowPage(TITANIC, delay=1.0)
-    site = LoopbackSite({"/slow-titanic": Route(handler=slow)}).start()
+@pytest.fixture
+def slow_site() -> Iterator[tuple[LoopbackSite, HeldPage]]:
+    """A page answered only once the test releases it (at most 20 s on)."""
+    held = HeldPage(TITANIC, limit=20.0)
+    site = LoopbackSite({"/slow-titanic": Route(handler=held)}).start()
     try:
-        yield site, slow
+        yield site, held
     finally:
+        held.release.set()
         site.stop()
 
 
@@ -105,22 +110,24 @@ async def test_pieces_concatenate_to_the_guarded_whole_answer(pages: LoopbackSit
 
 
 async def test_first_sentence_is_emitted_before_a_later_slow_page_is_fetched(
-    pages: LoopbackSite, slow_site: tuple[LoopbackSite, SlowPage]
+    pages: LoopbackSite, slow_site: tuple[LoopbackSite, HeldPage]
 ) -> None:
-    site, slow = slow_site
+    site, held = slow_site
     answer = (
         f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
         f"Titanic was directed by James Cameron ({site.url('/slow-titanic')}). "
         "That is all."
     )
     stream = AnswerStream(fixture_verifier())
-    seen: list[tuple[float, str]] = []
+    seen: list[tuple[bool, str]] = []
     async for piece in stream.pieces(words(answer)):
-        seen.append((time.perf_counter(), piece.text))
+        # The held page answers once the first piece is out: emitted while the second sentence
+        # was still being verified (a stream waiting for it would see it answered at its limit).
+        seen.append((held.answered.is_set(), piece.text))
+        held.release.set()
     assert len(seen) >= 2
-    assert seen[0][1].startswith("Water boils at 100")
-    assert slow.finished, "the slow page was fetched"
-    assert seen[0][0] < slow.finished[-1]  # emitted while the second sentence was still being verified
+    assert seen[0] == (False, seen[0][1]) and seen[0][1].startswith("Water boils at 100")
+    assert held.answered.is_set(), "the slow page was fetched"
     assert stream.report().claims[1].overall == Label.supported
 
 
@@ -129,14 +136,27 @@ async def test_verification_overlaps_the_arrival_of_later_text(pages: LoopbackSi
         ["More words keep coming"] * 4
     )
     stream = AnswerStream(fixture_verifier())
-    start = time.perf_counter()
-    first: float | None = None
-    async for _piece in stream.pieces(words(answer, pause=0.15)):
-        first = first or time.perf_counter()
-    total = time.perf_counter() - start
-    assert first is not None
-    # The text takes ~2.7 s to arrive; the first sentence is out long before it has.
-    assert first - start < total / 2
+    first_out = asyncio.Event()
+    waited_for_it: list[bool] = []
+
+    async def text() -> AsyncIterator[str]:
+        # The first sentence and a few words more, then the rest only once the first piece is out
+        # (at most 20 s on).
+        async for word in words(answer):
+            yield word
+            if word == "keep " and not waited_for_it:  # a few words into the second sentence
+                try:
+                    await asyncio.wait_for(first_out.wait(), 20)
+                    waited_for_it.append(True)
+                except TimeoutError:
+                    waited_for_it.append(False)
+
+    pieces = []
+    async for piece in stream.pieces(text()):
+        pieces.append(piece)
+        first_out.set()
+    assert waited_for_it == [True]  # the first sentence was out before the rest of the text came
+    assert "".join(p.original for p in pieces) == answer
 
 
 async def test_numbered_markers_are_held_until_the_reference_list_arrives(pages: LoopbackSite) -> None:
@@ -219,13 +239,13 @@ async def test_bad_chunks_raise_a_clear_error() -> None:
             pass
 
 
-async def test_closing_early_cancels_outstanding_work(slow_site: tuple[LoopbackSite, SlowPage]) -> None:
-    site, _ = slow_site
+async def test_closing_early_cancels_outstanding_work(slow_site: tuple[LoopbackSite, HeldPage]) -> None:
+    site, held = slow_site
     answer = f"Titanic was directed by James Cameron ({site.url('/slow-titanic')}). Next sentence here."
     stream = AnswerStream(fixture_verifier())
     agen = stream.pieces(words(answer))
     task = asyncio.ensure_future(agen.__anext__())
-    await asyncio.sleep(0.2)
+    assert await asyncio.to_thread(held.arrived.wait, 20)  # the page is being fetched
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -234,8 +254,8 @@ async def test_closing_early_cancels_outstanding_work(slow_site: tuple[LoopbackS
 
 
 class QueueJudge:
-    """An in-process judge stand-in (``cpu_bound``) that takes ``delay`` seconds per call
-    and records how many calls ran at once."""
+    """An in-process judge stand-in (``cpu_bound``) whose calls each wait (up to 10 s) until
+    ``ready(judge)`` holds, noting whether it did, and which records how many calls ran at once."""
 
     name = "local"
     model = "queue-test-judge"
@@ -244,25 +264,30 @@ class QueueJudge:
     def load(self) -> None:
         """Nothing to load."""
 
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
+    def __init__(self, ready: Callable[[QueueJudge], bool]) -> None:
+        self.ready = ready
         self.running = 0
         self.most = 0
+        self.held: list[bool] = []
         self.inner = OverlapJudge()
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         self.running += 1
         self.most = max(self.most, self.running)
         try:
-            await asyncio.sleep(self.delay)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            while not (held := self.ready(self)) and loop.time() < deadline:
+                await asyncio.sleep(0.005)
+            self.held.append(held)
             return await self.inner.judge(requests)
         finally:
             self.running -= 1
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def slow_pages() -> Iterator[LoopbackSite]:
-    site = LoopbackSite({f"/slow-{i}": Route(body=TITANIC, delay=0.6) for i in range(3)}).start()
+    site = LoopbackSite({f"/slow-{i}": Route(body=TITANIC) for i in range(3)}).start()
     try:
         yield site
     finally:
@@ -277,17 +302,30 @@ def three_sentences(site: LoopbackSite) -> str:
 async def test_an_in_process_judge_judges_one_piece_at_a_time_while_pages_prefetch(
     slow_pages: LoopbackSite, concurrency: int | None, expect_most: int
 ) -> None:
-    judge = QueueJudge(delay=0.3)
+    seen: list[bool] = []
+
+    def ready(judge: QueueJudge) -> bool:
+        # Every page is fetched as its piece is released, not after the previous piece's judging:
+        # the first judging waits for all three requests. Unbounded, the calls also wait for each
+        # other (three at once); one at a time, the first waits until the other two pieces wait
+        # for their turn (or, were there no turns, are in the judge too).
+        if not seen:
+            fetched = all(slow_pages.hits.get(f"/slow-{i}") for i in range(3))
+            if expect_most > 1:
+                company = judge.most >= expect_most
+            else:
+                queued = sum(innermost_code(t) is WAITING_FOR_A_TURN for t in asyncio.all_tasks())
+                company = queued >= 2 or judge.most > 1
+            if fetched and company:
+                seen.append(True)
+        return bool(seen)
+
+    judge = QueueJudge(ready)
     verifier = fixture_verifier(judge)
     stream = AnswerStream(verifier, concurrency=concurrency)
-    start = time.perf_counter()
     pieces = [p async for p in stream.pieces(words(three_sentences(slow_pages)))]
-    elapsed = time.perf_counter() - start
     assert len(pieces) == 4
-    assert judge.most == expect_most
-    # Every page was fetched as its piece was released, not after the previous piece's judging:
-    # about 0.6 s of fetching plus 3 x 0.3 s of judging, not 3 x 0.9 s.
-    assert elapsed < 2.2
+    assert judge.held == [True] * 3 and judge.most == expect_most, (judge.held, judge.most, dict(slow_pages.hits))
     assert [c.overall for c in stream.report().claims[:3]] == [Label.supported] * 3
 
 
@@ -331,14 +369,21 @@ VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset"
 def test_iterate_sync_yields_as_items_come_and_keeps_context() -> None:
     VAR.set("caller")
 
-    async def gen() -> AsyncIterator[tuple[str, float]]:
-        for _ in range(3):
-            await asyncio.sleep(0.1)
-            yield VAR.get(), time.perf_counter()
+    received = [threading.Event() for _ in range(3)]
+    handed_over: list[bool] = []
 
-    got = [(value, t, time.perf_counter()) for value, t in iterate_sync(gen)]
-    assert [v for v, _, _ in got] == ["caller"] * 3
-    assert all(received - made < 0.09 for _, made, received in got)  # handed over as made
+    async def gen() -> AsyncIterator[tuple[str, int]]:
+        for n in range(3):
+            yield VAR.get(), n
+            # Handed over as made: the caller has item n before item n + 1 is made (at most 10 s on).
+            handed_over.append(await asyncio.to_thread(received[n].wait, 10))
+
+    got = []
+    for value, n in iterate_sync(gen):
+        got.append(value)
+        received[n].set()
+    assert got == ["caller"] * 3
+    assert handed_over == [True] * 3
 
 
 async def test_iterate_sync_works_inside_a_running_loop_and_raises_errors() -> None:
@@ -369,25 +414,28 @@ def test_closing_iterate_sync_early_cancels_the_async_side() -> None:
     start = time.perf_counter()
     it.close()
     assert cancelled.is_set()
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < 20  # not the 30 s the generator sleeps
 
 
 async def test_aiter_from_sync_does_not_block_the_loop() -> None:
+    ticked = threading.Event()
+    loop_turned: list[bool] = []
+
     def slow() -> Iterator[int]:
         for i in range(3):
-            time.sleep(0.1)
+            ticked.clear()
+            # Each item is made while the loop turns (at most 10 s on): on the loop's thread the
+            # ticker could not run until the item was made.
+            loop_turned.append(ticked.wait(10))
             yield i
 
-    ticks = 0
-
     async def ticker() -> None:
-        nonlocal ticks
         while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
+            await asyncio.sleep(0.001)
+            ticked.set()
 
     t = asyncio.create_task(ticker())
     got = [i async for i in aiter_from_sync(slow())]
     t.cancel()
     assert got == [0, 1, 2]
-    assert ticks > 10
+    assert loop_turned == [True] * 3

@@ -112,10 +112,11 @@ def test_offsets_are_utf8_bytes_after_non_ascii_text() -> None:
     ],
 )
 def test_the_scan_stays_linear_on_hostile_input(hostile: str) -> None:
-    """Each of these is a few hundred KB; a quadratic scan would take minutes."""
+    """Each of these is a few hundred KB: a linear scan takes milliseconds, a quadratic one minutes;
+    the bound sits far from both, so a loaded machine cannot trip it."""
     started = time.perf_counter()
     find_unsafe_links(hostile)
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 30
 
 
 # -- the policy ---------------------------------------------------------------------------------

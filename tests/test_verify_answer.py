@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -25,20 +24,22 @@ def make_verifier() -> tuple[Verifier, OverlapJudge]:
 
 
 class _InFlight:
-    """Routes that answer after a pause and record how many requests were being served at once."""
+    """Routes that record how many requests were being served at once; each waits (up to 10 s)
+    until another has been served with it, so pages fetched one after another leave ``most`` at 1."""
 
-    def __init__(self, body: str, pause: float) -> None:
+    def __init__(self, body: str) -> None:
         self.body = body.encode()
-        self.pause = pause
         self.now = 0
         self.most = 0
         self.lock = threading.Lock()
+        self.company = threading.Condition(self.lock)
 
     def __call__(self, handler: BaseHTTPRequestHandler) -> None:
         with self.lock:
             self.now += 1
             self.most = max(self.most, self.now)
-        time.sleep(self.pause)
+            self.company.notify_all()
+            self.company.wait_for(lambda: self.most >= 2, timeout=10)
         with self.lock:
             self.now -= 1
         handler.send_response(200)
@@ -49,7 +50,7 @@ class _InFlight:
 
 
 def test_pages_of_an_answer_are_fetched_at_once_and_fragments_share_a_fetch(pages: LoopbackSite) -> None:
-    slow = _InFlight(BOILING, 0.3)
+    slow = _InFlight(BOILING)
     for n in range(4):
         pages.routes[f"/inflight-{n}"] = Route(handler=slow)
     u = pages.url

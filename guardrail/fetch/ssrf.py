@@ -104,6 +104,7 @@ SPECIAL_RANGES: tuple[SpecialRange, ...] = (
     _range("::ffff:0:0:0/96", "reserved (IPv4-translated)"),
     _range("64:ff9b:1::/48", "reserved (local NAT64)"),
     _range("100::/64", "reserved (discard)"),
+    _range("100:0:0:1::/64", "reserved (dummy prefix)"),
     _range("2001::/32", "reserved (Teredo)"),
     _range("2001:2::/48", "reserved (benchmarking)"),
     _range("2001:10::/28", "reserved (ORCHID)"),

@@ -8,7 +8,6 @@ import asyncio
 import functools
 import operator
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -393,35 +392,46 @@ def test_stream_emits_the_first_sentence_before_the_next_is_verified(
 async def test_astream_emits_while_the_model_is_still_writing(pages: LoopbackSite) -> None:
     verifier = fixture_verifier()
     first = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
-    rest = ["Titanic ", "was ", "directed ", "by ", "James ", "Cameron."]
-    produced: list[float] = []
+    first_out = asyncio.Event()
+    waited: list[bool] = []
 
     async def model(_: AsyncIterator[Any]) -> AsyncIterator[str]:
-        for part in [first, *rest]:
-            produced.append(time.perf_counter())
+        for part in [first, "Titanic ", "was ", "directed ", "by ", "James ", "Cameron."]:
             yield part
-            await asyncio.sleep(0.2)
+            if part == "directed ":  # the rest only once the first sentence is out (at most 20 s on)
+                try:
+                    await asyncio.wait_for(first_out.wait(), 20)
+                    waited.append(True)
+                except TimeoutError:
+                    waited.append(False)
 
     chain = RunnableGenerator(model) | CitationGuard(verifier=verifier)
-    received = [(time.perf_counter(), c) async for c in chain.astream("q")]
-    assert received[0][1] == first
-    assert received[0][0] < produced[-1]  # the first sentence came out before the model finished
+    received = []
+    async for chunk in chain.astream("q"):
+        received.append(chunk)
+        first_out.set()
+    assert received[0] == first
+    assert waited == [True]  # the first sentence came out before the model finished
 
 
 def test_sync_stream_emits_while_the_model_is_still_writing(pages: LoopbackSite, verifier: Verifier) -> None:
     first = f"Water boils at 100 degrees Celsius at sea level ({pages.url('/boiling')}). "
-    produced: list[float] = []
+    first_out = threading.Event()
+    waited: list[bool] = []
 
     def model(_: Iterator[Any]) -> Iterator[str]:
         for part in [first, "Titanic ", "was ", "directed ", "by ", "James ", "Cameron."]:
-            produced.append(time.perf_counter())
             yield part
-            time.sleep(0.2)
+            if part == "directed ":  # the rest only once the first sentence is out (at most 20 s on)
+                waited.append(first_out.wait(20))
 
     chain = RunnableGenerator(model) | CitationGuard(verifier=verifier)
-    received = [(time.perf_counter(), c) for c in chain.stream("q")]
-    assert received[0][1] == first
-    assert received[0][0] < produced[-1]
+    received = []
+    for chunk in chain.stream("q"):
+        received.append(chunk)
+        first_out.set()
+    assert received[0] == first
+    assert waited == [True]
 
 
 def test_stream_stops_with_the_block_message(pages: LoopbackSite, verifier: Verifier) -> None:
