@@ -45,7 +45,8 @@ found") say again what the verdict's ``unreadable_document`` reason says."""
 
 class ConsoleLog(logging.Handler):
     """Log records of level WARNING and above, shown on the running command's stderr console as
-    ``warning: ...`` lines (without a handler, Python would print them bare), but for
+    ``warning: ...`` lines with the traceback a record carries (without a handler, Python would
+    print them bare), but for
     :data:`QUIET_LOGGERS`; and the INFO records of :data:`SHOWN_INFO_LOGGERS`, as they are."""
 
     def __init__(self) -> None:
@@ -63,6 +64,8 @@ class ConsoleLog(logging.Handler):
             self.handleError(record)
             return
         prefix = f"{record.levelname.lower()}: " if record.levelno >= logging.WARNING else ""
+        if record.exc_info:  # a failure of our own: its traceback, as the README promises
+            message = f"{message}\n{logging.Formatter().formatException(record.exc_info)}"
         ui.err.print(Text(prefix + message))
 
 
