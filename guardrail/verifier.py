@@ -247,17 +247,28 @@ class Verifier:
 
     The verifier builds no stage: it runs the :class:`Stages` it is given, which
     :mod:`guardrail.runtime` (the composition root) builds. :func:`guardrail.runtime.build_verifier`
-    is the usual way to get one, with its stores. ``Verifier(...)`` is its shorthand without
-    stores: every stage can be swapped (pass a ``fetcher``, ``embedder`` or ``judge``), and the
-    runtime builds anything left out from ``settings`` (default: the environment), the judge on
-    first use. The fetcher always sits behind one :class:`~guardrail.fetch.once.FetchOnce` (each
-    page fetched once per answer and per in-flight fetch; ``page_store`` keeps pages between
-    calls). ``batch_judge_calls`` queues concurrent judge calls into one (a service). ``archive``
-    (off unless given: :func:`guardrail.runtime.build_verifier` gives one for
-    ``GUARDRAIL_ARCHIVE``) is asked for a snapshot of each dead link, which is then fetched and
-    judged in its place (see :mod:`guardrail.archive`). ``stages`` (built by
-    :func:`guardrail.runtime.wire_stages`) replaces all of those. Stores and other resources handed
-    to :meth:`on_close` are closed by :meth:`close`.
+    is the usual way to get one, with its stores; ``Verifier(...)`` is its shorthand without stores,
+    the runtime building whatever is left out from ``settings``.
+
+    Args:
+        fetcher: how pages are fetched (default: direct HTTP, or Crawlbase when a token is set). It
+            always sits behind one :class:`~guardrail.fetch.once.FetchOnce` (each page fetched once
+            per answer and per in-flight fetch).
+        embedder: ranks a page's passages against a claim (default: all-MiniLM-L6-v2).
+        judge: decides each (claim, passages) pair (default: the settings' judge, built on first use).
+        settings: the settings (default: read from the environment).
+        allow_private_hosts: overrides ``settings.allow_private_hosts``.
+        top_k: overrides ``settings.top_k`` (passages judged per claim and page; at least 1).
+        recorders: audit recorders, told of every decision.
+        page_store: keeps fetched pages between calls (a page cache).
+        batch_judge_calls: queue concurrent judge calls into one (a service).
+        archive: asked for a snapshot of each dead link, which is then fetched and judged in its
+            place (:mod:`guardrail.archive`); off unless given (:func:`guardrail.runtime.build_verifier`
+            gives one for ``GUARDRAIL_ARCHIVE``).
+        stages: stages built by :func:`guardrail.runtime.wire_stages`, instead of all of the above
+            stage arguments (``ValueError`` when both are given).
+
+    Stores and other resources handed to :meth:`on_close` are closed by :meth:`close`.
 
     Every entry point checks its input against the settings' work limits before any work
     (:mod:`guardrail.limits`: :class:`~guardrail.limits.RequestLimitError` above one, ``ValueError``

@@ -186,17 +186,28 @@ def _host_of(url: str) -> str:
 class CrawlbaseFetcher:
     """Fetches pages through the Crawlbase Crawling API (chosen when ``CRAWLBASE_TOKEN`` is set).
 
-    ``token``/``js_token``: the normal and JavaScript tokens; ``api_url``: the Crawling API
-    endpoint (point it at a local server in tests); ``timeout`` per API call (default 90 s,
-    as Crawlbase advises); ``max_bytes`` cap on the markdown; ``concurrency`` API calls at
-    once; ``max_retries`` and ``retry_base_delay``/``retry_max_delay`` (seconds) for
-    429/5xx/timeout backoff, or a whole ``retry`` policy (:class:`guardrail.retry.RetryPolicy`);
-    ``page_budget``: seconds one page may take in all, its API calls and retries together (default
-    twice ``timeout``; from the settings, cut to fit inside ``GUARDRAIL_DEADLINE``), after which it
-    reads ``fetch_timeout``;
-    ``allow_private_hosts``/``policy`` for the no-DNS SSRF check; ``host_limits``: pages of one
-    cited host crawled at once and per second (:mod:`guardrail.fetch.politeness`), so the API
-    does not hammer a site on our behalf.
+    Args:
+        token: the normal token (never logged or shown; a ``SecretStr`` is kept as one).
+        js_token: the JavaScript token, used for pages that need a browser.
+        api_url: the Crawling API endpoint (point it at a local server in tests).
+        timeout: seconds per API call (default 90 s, as Crawlbase advises).
+        max_bytes: cap on the markdown read back.
+        concurrency: API calls at once.
+        max_retries: tries again after a 429, a 5xx or a timeout.
+        retry_base_delay: seconds of the first backoff, doubled each try.
+        retry_max_delay: seconds the backoff never exceeds.
+        retry: a whole :class:`guardrail.retry.RetryPolicy`, instead of the three above.
+        page_budget: seconds one page may take in all, its API calls and retries together (default
+            twice ``timeout``; from the settings, cut to fit inside ``GUARDRAIL_DEADLINE``), after
+            which it reads ``fetch_timeout``.
+        allow_private_hosts: skip the no-DNS SSRF check of the cited URL.
+        policy: a ready :class:`~guardrail.fetch.ssrf.SsrfPolicy` for that check.
+        user_agent: the ``User-Agent`` header sent to the API.
+        host_limits: pages of one cited host crawled at once and per second
+            (:mod:`guardrail.fetch.politeness`), so the API does not hammer a site on our behalf.
+
+    Raises ``ConfigurationError`` for an empty token or a non-http(s) ``api_url``, ``ValueError``
+    for a non-positive timeout, cap or concurrency.
     """
 
     name = "crawlbase"

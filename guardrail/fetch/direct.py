@@ -90,17 +90,25 @@ class _Progress:
 class DirectFetcher:
     """Fetches pages directly with httpx, guarded against SSRF; the default fetcher (no token).
 
-    Options: ``allow_private_hosts`` (skip the address check, except cloud metadata),
-    ``allowed_hosts`` (``host`` / ``host:port`` entries exempt from it), ``resolver``
-    (how names resolve; default the system resolver), or a ready ``policy``;
-    ``timeout`` per request (connect, read, write) and ``total_timeout`` per page,
-    redirects included (default twice ``timeout``); ``max_bytes`` body cap;
-    ``max_redirects``; ``concurrency`` (pages fetched at once); ``user_agent``;
-    ``verify`` (TLS verification: True, or an ``ssl.SSLContext`` with your CAs); ``retry``
-    (transient failures tried again; default 3 attempts within ``total_timeout``);
-    ``host_limits`` (requests to one host at once and per second, and the pause a 429/503 with
-    ``Retry-After`` imposes on every request to it: :mod:`guardrail.fetch.politeness`);
-    ``converter`` (body -> readable text; default :func:`guardrail.fetch.convert.convert`).
+    Args:
+        allow_private_hosts: skip the address check (cloud metadata addresses stay refused).
+        allowed_hosts: ``host`` or ``host:port`` entries exempt from the address check.
+        resolver: how host names resolve (default: the system resolver).
+        policy: a ready :class:`~guardrail.fetch.ssrf.SsrfPolicy`, instead of the three above.
+        timeout: seconds per request phase (connect, read, write).
+        total_timeout: seconds per page, redirects and retries included (default twice ``timeout``).
+        max_bytes: body cap, counted after decompression; a larger page reads ``too_large``.
+        max_redirects: redirects followed per page before ``too_many_redirects``.
+        concurrency: pages fetched at once.
+        user_agent: the ``User-Agent`` header sent.
+        verify: TLS verification: True, or an ``ssl.SSLContext`` holding your CAs.
+        retry: how transient failures are tried again (default 3 attempts within ``total_timeout``).
+        converter: body -> readable text (default :func:`guardrail.fetch.convert.convert`).
+        host_limits: requests to one host at once and per second, and the pause a 429/503 with
+            ``Retry-After`` imposes on every request to it (:mod:`guardrail.fetch.politeness`).
+
+    Raises ``ValueError`` naming the option for a non-positive timeout, cap or concurrency, and
+    for ``policy`` given together with the options it replaces.
     """
 
     name = "direct"
