@@ -46,8 +46,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from titanic import TITANIC_FACTS  # noqa: E402  (bench/, this script's folder)
 
 from guardrail import ClaimReport, ClaimTask, Fact, JudgeRequest, JudgeVerdict, Verifier  # noqa: E402
-from guardrail.judges import checks  # noqa: E402
-from guardrail.judges.decision import decide  # noqa: E402
+from guardrail.judges import _checks as checks  # noqa: E402
+from guardrail.judges._decision import decide  # noqa: E402
 from guardrail.judges.local import LocalJudge, Scored  # noqa: E402
 from training import datasets as ds  # noqa: E402
 

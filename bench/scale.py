@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from pipeline import build, peak_rss_mb  # noqa: E402  (bench/, this script's folder)
 
 from guardrail import Settings  # noqa: E402
+from guardrail._bridges import run_sync  # noqa: E402
 from guardrail.apps.batch import arun_batch_file  # noqa: E402
 from guardrail.apps.batch.ray_engine import RayOptions, run_ray_batch_file  # noqa: E402
 from guardrail.apps.demo import LoopbackSite  # noqa: E402
-from guardrail.bridges import run_sync  # noqa: E402
 from guardrail.runtime import build_runtime  # noqa: E402
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from guardrail._bridges import aiter_from_sync, iterate_sync, run_sync
 from guardrail.archive import Archive, WaybackArchive
 from guardrail.core.extract import (
     ExtractedAnswer,
@@ -122,11 +123,13 @@ __all__ = [
     "Verifier",
     "WaybackArchive",
     "acheck_grounding",
+    "aiter_from_sync",
     "apply_policy",
     "build_runtime",
     "build_verifier",
     "check_grounding",
     "extract_claims",
+    "iterate_sync",
     "merge_reports",
     "needs_grounding",
     "normalize_sources",
@@ -134,6 +137,7 @@ __all__ = [
     "plan_repairs",
     "render_badge",
     "render_summary",
+    "run_sync",
     "stream_cut",
     "support_summary",
 ]

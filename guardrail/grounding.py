@@ -50,7 +50,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from guardrail.bridges import run_sync
+from guardrail._bridges import run_sync
 from guardrail.core.extract import extract_claims
 from guardrail.core.passages import split_passages
 from guardrail.core.quote_guard import normalize_for_match

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from guardrail.bridges import run_sync
+from guardrail._bridges import run_sync
 from guardrail.core.schema import FetchedPage
 from guardrail.fetch.crawlbase import CrawlbaseError, read_stored
 from guardrail.settings import ConfigurationError, Settings

@@ -14,9 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
-from guardrail import onnx_backend as onnx
+from guardrail import _onnx_backend as onnx
+from guardrail._fast_tokenizer import encode_texts
 from guardrail.extras import require_extra
-from guardrail.fast_tokenizer import encode_texts
 
 Matrix = NDArray[np.float32]
 
@@ -77,7 +77,7 @@ def _load_sentence_transformer(path: str) -> Any:
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2, fully offline, loaded lazily and shared by the process: on ONNX Runtime
-    (``backend="onnx"``: its graph exported once per machine, see :mod:`guardrail.onnx_backend`) or through
+    (``backend="onnx"``: its graph exported once per machine, see :mod:`guardrail._onnx_backend`) or through
     sentence-transformers (``"torch"``); ``"auto"`` takes ONNX Runtime where it is installed. Both
     give the same vectors (mean of the token states over the mask, L2-normalised).
 

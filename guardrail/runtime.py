@@ -33,7 +33,7 @@ wait. Audit rows are written by an :class:`~guardrail.store.AuditWriter`, off th
 
 Every stage is built here and nowhere else: the fetcher (:func:`build_fetcher`: Crawlbase or direct
 HTTP, each with its politeness limits; :class:`~guardrail.fetch.once.FetchOnce` and the page cache
-around it), the judge (:func:`build_judge`; :class:`~guardrail.judges.batching.BatchingJudge`
+around it), the judge (:func:`build_judge`; :class:`~guardrail.judges._batching.BatchingJudge`
 around it), the embedder (:func:`build_embedder`), the archive (:func:`build_archive`) and the
 stores. :func:`wire_stages` puts them together; a :class:`~guardrail.verifier.Verifier` only runs
 the :class:`~guardrail.verifier.Stages` it is given (``Verifier(judge=...)`` asks
@@ -55,8 +55,8 @@ from guardrail.extras import has_extra
 from guardrail.fetch.base import Fetcher, PageStore
 from guardrail.fetch.once import FetchOnce
 from guardrail.judges import require_judge_extra
+from guardrail.judges._batching import BatchingJudge
 from guardrail.judges.base import Judge
-from guardrail.judges.batching import BatchingJudge
 from guardrail.retrieval import CachingEmbedder, Embedder, MiniLMEmbedder
 from guardrail.settings import ConfigurationError, Settings
 from guardrail.store import AuditStatus, AuditStore, AuditWriter, PageCache, StoreError
@@ -219,7 +219,7 @@ def wire_stages(
     """The stages of one verifier: those given, and the settings' for those left out (the judge
     built on first use). The fetcher goes behind one :class:`~guardrail.fetch.once.FetchOnce`
     with ``page_store`` (a FetchOnce given is used as it is, and then takes no store); the judge
-    behind a :class:`~guardrail.judges.batching.BatchingJudge` when ``batch_judge_calls``. A
+    behind a :class:`~guardrail.judges._batching.BatchingJudge` when ``batch_judge_calls``. A
     ``judge`` that is not a :class:`~guardrail.judges.base.Judge` raises TypeError naming what it lacks."""
     inner = fetcher or build_fetcher(settings)
     if isinstance(inner, FetchOnce):

@@ -35,8 +35,8 @@ the stream stops, and its last piece is the policy's ``block_message`` (after a 
 text was emitted before it). With ``policy.raise_on_block`` the stream raises
 :class:`~guardrail.core.policy.CitationBlocked` instead, carrying :meth:`AnswerStream.report`.
 
-Sync code can use :func:`guardrail.bridges.iterate_sync` (drive an async iterator from a worker
-thread) and :func:`guardrail.bridges.aiter_from_sync` (feed a blocking iterator into async code).
+Sync code can use :func:`guardrail._bridges.iterate_sync` (drive an async iterator from a worker
+thread) and :func:`guardrail._bridges.aiter_from_sync` (feed a blocking iterator into async code).
 """
 
 from __future__ import annotations

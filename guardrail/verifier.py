@@ -21,8 +21,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
+from guardrail._bridges import CpuGate, run_sync
 from guardrail.archive import Archive
-from guardrail.bridges import CpuGate, run_sync
 from guardrail.core.aggregate import aggregate_claim, aggregate_text
 from guardrail.core.extract import ExtractedAnswer, Source, extract_claims, normalize_sources
 from guardrail.core.interpret import interpret
@@ -65,7 +65,7 @@ JUDGE_CHUNK = 32
 worker thread, so a cancelled request (a client gone, a deadline passed, Ctrl-C) stops costing CPU
 after the chunk being judged. The price: one call of 256 hard requests took 33 s with the embedded
 judge on 2 shared cores, chunks of 32 took 39 s in all (about 5 s each), chunks of 64 44 s (11 s
-each). The service's :class:`~guardrail.judges.batching.BatchingJudge` merges concurrent
+each). The service's :class:`~guardrail.judges._batching.BatchingJudge` merges concurrent
 requests' chunks up to the same size, so under load nothing changes."""
 
 
@@ -167,7 +167,7 @@ class Stages:
     archive: Archive | None = None
     batch_judge_calls: bool = False
     """Whether the judge queues concurrent calls into one (it is then a
-    :class:`~guardrail.judges.batching.BatchingJudge`)."""
+    :class:`~guardrail.judges._batching.BatchingJudge`)."""
 
 
 class StageWiring(Protocol):
@@ -362,7 +362,7 @@ class Verifier:
         self.close()
 
     async def run_cpu(self, fn: Callable[..., T], /, *args: object) -> T:
-        """``fn(*args)`` in a worker thread, a few at a time (:class:`~guardrail.bridges.CpuGate`):
+        """``fn(*args)`` in a worker thread, a few at a time (:class:`~guardrail._bridges.CpuGate`):
         how CPU-heavy steps stay off the event loop."""
         return await self._cpu.run(fn, *args)
 

@@ -197,7 +197,7 @@ def test_the_verifier_builds_no_stage_and_imports_no_builder() -> None:
     verifier = MODULES["guardrail.verifier"]
     imported = {_ours(name) for name, _ in _imported(verifier)}
     assert COMPOSITION_ROOT not in imported
-    assert not {"guardrail.fetch.direct", "guardrail.fetch.crawlbase", "guardrail.judges.batching"} & imported
+    assert not {"guardrail.fetch.direct", "guardrail.fetch.crawlbase", "guardrail.judges._batching"} & imported
 
 
 def test_guardrail_core_imports_only_the_standard_library_pydantic_and_its_text_parsers() -> None:
@@ -228,3 +228,37 @@ def test_the_circle_finder_finds_circles() -> None:
     assert _circles(graph) == [frozenset({"a", "b", "c"})]
     assert _ours("guardrail.verifier.Verifier") == "guardrail.verifier"
     assert _ours("langchain_core.runnables") is None
+
+
+INTEGRATIONS = frozenset(name for name in PACKAGES if name != "guardrail")
+PUBLIC_MODULES = frozenset({"guardrail", "guardrail.testing"})
+"""What the integration packages may import of the core: its public face (``guardrail.__all__``)
+and the public test doubles."""
+
+
+def test_the_integrations_import_only_the_cores_public_face() -> None:
+    import guardrail
+
+    private: list[str] = []
+    for module in MODULES.values():
+        if not any(module.name == p or module.name.startswith(p + ".") for p in INTEGRATIONS):
+            continue
+        for name, node in _imported(module):
+            if not name.startswith("guardrail.") or name.split(".")[0] != "guardrail":
+                continue
+            where, _, attr = name.rpartition(".")
+            if where == "guardrail" and attr in guardrail.__all__:
+                continue
+            if where in PUBLIC_MODULES and where != "guardrail":
+                continue
+            private.append(f"{module.where(node)} imports {name}")
+    assert private == [], "the integrations reach past guardrail's public face:\n" + "\n".join(private)
+
+
+def test_the_judges_internals_are_private_modules() -> None:
+    # What the local judge is made of (its checks, candidates, features, decision) is no promise to
+    # users: a leading underscore says so, as pydantic's _internal does.
+    internals = {"checks", "decision", "candidates", "features", "context", "parts", "lexicon", "batching"}
+    judges = ROOT / "guardrail" / "judges"
+    assert {p.stem for p in judges.glob("*.py")} & internals == set()
+    assert {p.stem.lstrip("_") for p in judges.glob("_*.py")} >= internals

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guardrail import fast_tokenizer
+from guardrail import _fast_tokenizer as fast_tokenizer
 from guardrail.judges.local import MODEL_DIR
 from guardrail.retrieval import offline_minilm_path
 

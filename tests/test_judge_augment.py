@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from guardrail.judges import checks
+from guardrail.judges import _checks as checks
 from training import augment
 
 EVIDENCE = "The film was released on December 19, 1997, and grossed over $1.84 billion worldwide in 120 countries."

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from guardrail import ClaimTask, Fact, Label, Settings, Verifier
-from guardrail.judges import checks
-from guardrail.judges.lexicon import are_antonyms, is_english
+from guardrail.judges import _checks as checks
+from guardrail.judges._lexicon import are_antonyms, is_english
+from guardrail.judges._parts import claim_parts
 from guardrail.judges.local import LocalJudge
-from guardrail.judges.parts import claim_parts
 from guardrail.testing import HashEmbedder
 
 # -- atomic parts ------------------------------------------------------------------------

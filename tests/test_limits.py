@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from guardrail import Fact, Settings, Verifier, check_grounding
-from guardrail.bridges import CpuGate
+from guardrail._bridges import CpuGate
 from guardrail.core.extract import extract_claims
 from guardrail.limits import RequestLimitError
 from guardrail.settings import ConfigurationError

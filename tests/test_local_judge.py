@@ -16,10 +16,10 @@ import pytest
 
 from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
 from guardrail.core.extract import split_sentences
-from guardrail.judges import checks
-from guardrail.judges.candidates import build_candidates, restatements
-from guardrail.judges.decision import DecisionModel, load_decision, support_conflicts
-from guardrail.judges.features import REQUEST_FEATURES, UNIT_FEATURES, units_of
+from guardrail.judges import _checks as checks
+from guardrail.judges._candidates import build_candidates, restatements
+from guardrail.judges._decision import DecisionModel, load_decision, support_conflicts
+from guardrail.judges._features import REQUEST_FEATURES, UNIT_FEATURES, units_of
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
 from guardrail.runtime import build_judge
 from guardrail.testing import HashEmbedder

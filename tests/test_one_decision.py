@@ -11,7 +11,7 @@ import pytest
 
 from guardrail import Label, Verifier, check_grounding
 from guardrail.apps.demo import LoopbackSite, Route
-from guardrail.judges import checks
+from guardrail.judges import _checks as checks
 
 FILLER = [
     "The region has a temperate climate with mild summers.",

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from guardrail import onnx_backend
+from guardrail import _onnx_backend as onnx_backend
 from guardrail.judges.local import MODEL_DIR, LocalJudge, LocalJudgeConfig
 from guardrail.retrieval import MiniLMEmbedder
 

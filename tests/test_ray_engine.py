@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
+from guardrail._bridges import run_sync
 from guardrail.apps.batch import arun_batch_file
 from guardrail.apps.batch.checkpoint import BatchLockedError, checkpoint_path, lock_path
 from guardrail.apps.batch.ray_engine import RAY_INSTALL_HINT, RayOptions, run_ray_batch_file, verify_dataset
-from guardrail.bridges import run_sync
 from guardrail.runtime import build_runtime
 from guardrail.settings import Settings
 from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge

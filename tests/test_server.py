@@ -26,7 +26,7 @@ from guardrail import JudgeRequest, JudgeVerdict, Settings, Verifier, check_grou
 from guardrail.apps.cli import app as cli_app
 from guardrail.apps.server import create_app
 from guardrail.apps.server.middleware import BearerAuth, BodyLimit
-from guardrail.judges.batching import BatchingJudge
+from guardrail.judges._batching import BatchingJudge
 from guardrail.store import AuditStore
 from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route, ScriptedJudge
 from tests.fixtures.tasks import innermost_code, until

@@ -27,7 +27,7 @@ from guardrail import (
     merge_reports,
     stream_cut,
 )
-from guardrail.bridges import aiter_from_sync, iterate_sync
+from guardrail._bridges import aiter_from_sync, iterate_sync
 from guardrail.testing import LoopbackSite, OverlapJudge, Route
 from tests.fakes import fixture_verifier
 from tests.fixtures.pages import TITANIC

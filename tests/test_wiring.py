@@ -7,7 +7,7 @@ import pytest
 
 from guardrail import Settings, Verifier, build_verifier
 from guardrail.fetch.once import FetchOnce
-from guardrail.judges.batching import BatchingJudge
+from guardrail.judges._batching import BatchingJudge
 from guardrail.runtime import wire_stages
 from guardrail.settings import ConfigurationError
 from guardrail.testing import HashEmbedder, OverlapJudge

@@ -19,7 +19,7 @@ import random
 import re
 from collections.abc import Sequence
 
-from guardrail.judges import checks
+from guardrail.judges import _checks as checks
 
 _BOUNDED = re.compile(
     r"(?:more|less|fewer|greater|higher|lower|larger|smaller)\s+than\s*$|"

@@ -43,9 +43,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guardrail.judges import checks
-from guardrail.judges.context import NOT_A_NAME, clean_topic, in_context, topic_name
-from guardrail.judges.lexicon import ANTONYMS
+from guardrail.judges import _checks as checks
+from guardrail.judges._context import NOT_A_NAME, clean_topic, in_context, topic_name
+from guardrail.judges._lexicon import ANTONYMS
 from training import augment
 from training import datasets as ds
 
@@ -296,7 +296,7 @@ _NO_FLIP = {"light", "over", "under", "old", "new", "right", "left", "present", 
 def direction_flip(text: str, evidence: str, rng: random.Random, *, require_in_evidence: bool = True) -> str | None:
     """``text`` with one direction or comparison word turned into its opposite ("increases" ->
     "decreases", "before" -> "after", "won" -> "lost"; the curated pairs of
-    :mod:`guardrail.judges.lexicon`), a word the evidence uses too when ``require_in_evidence``."""
+    :mod:`guardrail.judges._lexicon`), a word the evidence uses too when ``require_in_evidence``."""
     ev_words = {w.lower() for w in re.findall(r"[A-Za-z]+", evidence)}
     hits = [
         m
@@ -606,7 +606,7 @@ def loosen(claim: str, rng: random.Random) -> str | None:
     atomic part kept, or a modifier dropped ("Regular exercise" -> "Exercise"). Edits made after
     this do not leave the claim a copy of its evidence but for one word, which would teach the model
     that near-identity alone tells support from contradiction. None when nothing applies."""
-    from guardrail.judges.parts import claim_parts
+    from guardrail.judges._parts import claim_parts
 
     options: list[str] = []
     m = _COORDINATED.search(claim)
@@ -935,7 +935,7 @@ def refuting_sentence(claim: str, evidence: str) -> str | None:
     shares at least half of the claim's words and states another number, year or name in the
     claim's place, the opposite word, or (sharing 70 %) the claim negated. These are FEVER's
     refuted claims among its not-enough-information ones, labelled contradiction; None otherwise."""
-    from guardrail.judges.features import conflicts_of
+    from guardrail.judges._features import conflicts_of
 
     for s, e in checks.sentence_spans(evidence):
         sentence = evidence[s:e]

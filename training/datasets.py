@@ -255,7 +255,7 @@ def wice_title(claim: WiceClaim) -> str | None:
 
 def _unrelated_claims(a: str, b: str) -> bool:
     """Whether two claims are about different things: no name and few words in common."""
-    from guardrail.judges import checks
+    from guardrail.judges import _checks as checks
 
     if set(checks.entities(a)) & set(checks.entities(b)):
         return False

@@ -7,7 +7,7 @@
    the ``tune`` part goes through the verifier as the benches run it (evidence as a ``Fact`` with
    its title -> passages -> retrieval -> the local judge), the judge reading the *whole* budget of
    every request; the scored candidates are kept (``--cache``, per model).
-2. Each request gives two rows of features (:func:`guardrail.judges.features.request_features`):
+2. Each request gives two rows of features (:func:`guardrail.judges._features.request_features`):
    what the first round alone shows, and what both rounds show, so the classifier decides either.
 3. scikit-learn's multinomial logistic regression (each set weighing the same, classes balanced)
    is fitted and chosen by cross-validation over the ``fit`` and ``tune`` rows together, folds by
@@ -167,7 +167,7 @@ def first_round_view(scored: Any) -> Any:
 
 def rows_of(recorded: dict[str, list[Any]], tasks: dict[str, list[Any]]) -> list[Row]:
     """Feature rows of every recorded request."""
-    from guardrail.judges.features import request_features
+    from guardrail.judges._features import request_features
 
     rows = []
     for name, scored_list in recorded.items():
@@ -210,8 +210,8 @@ def fit(rows: Sequence[Row], c: float) -> Any:
 
 
 def to_decision(mean: np.ndarray, scale: np.ndarray, model: Any, t_con: float, t_sup: float) -> Any:
-    from guardrail.judges.decision import DecisionModel
-    from guardrail.judges.features import REQUEST_FEATURES
+    from guardrail.judges._decision import DecisionModel
+    from guardrail.judges._features import REQUEST_FEATURES
 
     return DecisionModel(
         features=REQUEST_FEATURES,
@@ -226,7 +226,7 @@ def to_decision(mean: np.ndarray, scale: np.ndarray, model: Any, t_con: float, t
 
 def _stated(rows: Sequence[Row], view: str = "full") -> np.ndarray:
     """Whether each row's contradicting sentence states a conflict about the claim's subject."""
-    from guardrail.judges.features import REQUEST_FEATURES
+    from guardrail.judges._features import REQUEST_FEATURES
 
     k = REQUEST_FEATURES.index("contra_conflict_about_subject")
     return np.asarray([getattr(r, view)[k] > 0.5 for r in rows])
@@ -246,10 +246,10 @@ def runtime_probabilities(
     t_conflict: float | None = None,
 ) -> np.ndarray:
     """Each row's probabilities as the judge gets them: the first round's, when they settle the
-    request (as :func:`guardrail.judges.decision.settled` rules), else both rounds'; a support ruled
-    out (:func:`guardrail.judges.decision.support_conflicts`) has its share given to the other two
-    labels (:func:`guardrail.judges.decision.rule_out_support`)."""
-    from guardrail.judges.decision import rule_out_support, support_conflicts
+    request (as :func:`guardrail.judges._decision.settled` rules), else both rounds'; a support ruled
+    out (:func:`guardrail.judges._decision.support_conflicts`) has its share given to the other two
+    labels (:func:`guardrail.judges._decision.rule_out_support`)."""
+    from guardrail.judges._decision import rule_out_support, support_conflicts
 
     x_first = np.vstack([r.first for r in rows])
     x_full = np.vstack([r.full for r in rows])
@@ -261,7 +261,7 @@ def runtime_probabilities(
 
 
 def labels(p: np.ndarray, t_con: float | np.ndarray, t_sup: float) -> np.ndarray:
-    """Decide as :func:`guardrail.judges.decision.decide` does: 0 supported, 1 contradicted, 2 not_found
+    """Decide as :func:`guardrail.judges._decision.decide` does: 0 supported, 1 contradicted, 2 not_found
     (``t_con``: one threshold, or one per row)."""
     out = np.full(len(p), 2)
     sup = p[:, 0] >= t_sup
@@ -497,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _largest(decision: Any, n: int = 8) -> dict[str, list[tuple[str, float]]]:
     """The features each class leans on most (standardised coefficients), for the record."""
-    from guardrail.judges.decision import LABELS
+    from guardrail.judges._decision import LABELS
 
     out = {}
     for k, name in enumerate(LABELS):

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from guardrail.judges.checks import STOPWORDS
+from guardrail.judges._checks import STOPWORDS
 
 LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 """Fixed label order of the classifier head (id 0, 1, 2); written into the model config."""
@@ -187,7 +187,7 @@ def synthetic_examples(data: Path, rng: random.Random, split: str = "train", per
     evidence naming the claim's subject by a pronoun). Names swapped in come from the same page
     when it has other names (other evidence sentences of the claim for Climate-FEVER)."""
     from guardrail.core.passages import split_passages
-    from guardrail.judges import checks
+    from guardrail.judges import _checks as checks
     from training import augment
     from training.datasets import read_attributionbench, read_climate_fever, read_fever_symmetric, read_wice
 

@@ -1,13 +1,13 @@
 """The embedded offline judge: our NLI cross-encoder and a learned decision, no key, no hub.
 
 Each sentence of the passages shown is read as a reader of its page reads it, with the page's topic
-(``"Titanic (1997 film): It was directed by James Cameron."``; :mod:`guardrail.judges.context`),
+(``"Titanic (1997 film): It was directed by James Cameron."``; :mod:`guardrail.judges._context`),
 and also alone and in windows with its neighbours. What is read, and in which of at most two
-rounds, is the budget of :class:`LocalJudgeConfig` (:mod:`guardrail.judges.candidates`); the first
+rounds, is the budget of :class:`LocalJudgeConfig` (:mod:`guardrail.judges._candidates`); the first
 round of every request of one ``judge()`` call is one batched forward pass. What the model's
 probabilities and the lexical agreement of the words mean together is decided by a calibrated
-classifier fitted on held-out data (:mod:`guardrail.judges.features`,
-:mod:`guardrail.judges.decision`). The quote is always an exact substring of a passage (a sentence
+classifier fitted on held-out data (:mod:`guardrail.judges._features`,
+:mod:`guardrail.judges._decision`). The quote is always an exact substring of a passage (a sentence
 or a window of consecutive sentences), so the quote guard holds by construction.
 """
 
@@ -23,17 +23,17 @@ from typing import Any
 
 import numpy as np
 
+from guardrail._fast_tokenizer import encode_pairs
+from guardrail._onnx_backend import available as onnx_available
+from guardrail._onnx_backend import run as onnx_run
+from guardrail._onnx_backend import session_for
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
-from guardrail.fast_tokenizer import encode_pairs
-from guardrail.judges import checks
-from guardrail.judges.candidates import ENT, Candidate, Scored, build_candidates, part_candidates, restatements
-from guardrail.judges.decision import DecisionModel, decide, load_decision, probabilities, settled
-from guardrail.judges.lexicon import is_english
+from guardrail.judges import _checks as checks
+from guardrail.judges._candidates import ENT, Candidate, Scored, build_candidates, part_candidates, restatements
+from guardrail.judges._decision import DecisionModel, decide, load_decision, probabilities, settled
+from guardrail.judges._lexicon import is_english
+from guardrail.judges._parts import claim_parts
 from guardrail.judges.local_config import LocalJudgeConfig
-from guardrail.judges.parts import claim_parts
-from guardrail.onnx_backend import available as onnx_available
-from guardrail.onnx_backend import run as onnx_run
-from guardrail.onnx_backend import session_for
 from guardrail.settings import Settings
 
 log = logging.getLogger("guardrail.judges.local")
@@ -229,7 +229,7 @@ class LocalJudge:
         return plans
 
     def restate(self, plans: Sequence[Scored]) -> None:
-        """Read every pending restatement (:func:`~guardrail.judges.candidates.restatements`) of
+        """Read every pending restatement (:func:`~guardrail.judges._candidates.restatements`) of
         ``plans`` in one batch: a handful of pairs, only where a sentence names another thing."""
         pending = [(s, k, claim, cand) for s in plans for k, claim, cand in restatements(s)]
         if not pending:

@@ -1,7 +1,7 @@
 """The local judge's settings: what it reads (the budget of each round) and how it runs.
 
 What the scores mean is not set here: the decision is a classifier fitted on held-out data
-(:mod:`guardrail.judges.decision`, ``model/decision.json``), with its two thresholds.
+(:mod:`guardrail.judges._decision`, ``model/decision.json``), with its two thresholds.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class LocalJudgeConfig:
     """A request whose passages share none of the claim's content words is not read (``not_found``)."""
     split_parts: bool = True
     """Split a claim that is still not supported into atomic parts
-    (:func:`guardrail.judges.parts.claim_parts`) and read each against its best sentences, so the
+    (:func:`guardrail.judges._parts.claim_parts`) and read each against its best sentences, so the
     verdict names the parts the page backs (``partially_supported``) and a claim backed across
     several pages is ``supported`` / ``combined_sources``."""
     part_candidates: int = 2
@@ -67,7 +67,7 @@ class LocalJudgeConfig:
     on the torch backend; None: one per core."""
     backend: str = "auto"
     """``onnx`` (ONNX Runtime, the graph exported from the shipped weights once per machine: see
-    :mod:`guardrail.onnx_backend`), ``torch``, or ``auto``: onnx where ONNX Runtime is installed."""
+    :mod:`guardrail._onnx_backend`), ``torch``, or ``auto``: onnx where ONNX Runtime is installed."""
     check_language: bool = True
     """A claim or passages not in English get ``not_found`` / ``unsupported_language`` unscored."""
 

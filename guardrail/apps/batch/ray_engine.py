@@ -22,13 +22,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from guardrail._onnx_backend import available as onnx_available
+from guardrail._onnx_backend import set_default_threads
 from guardrail.apps.batch.checkpoint import Checkpoint, checkpoint_path
 from guardrail.apps.batch.engine import MEMO_PAGES, BatchResult, arun_batch, finish_run, is_done
 from guardrail.apps.batch.results import RowResult
 from guardrail.apps.batch.rows import BatchRow, page_order, read_rows, row_from_data
 from guardrail.fetch.once import PageMemo
-from guardrail.onnx_backend import available as onnx_available
-from guardrail.onnx_backend import set_default_threads
 from guardrail.runtime import build_runtime
 from guardrail.settings import ConfigurationError, Settings
 

@@ -24,6 +24,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from guardrail._bridges import run_sync
 from guardrail.apps.batch import BatchInputError, BatchSummary, RowResult, arun_batch_file, read_rows
 from guardrail.apps.batch.ray_engine import RayOptions, require_ray, run_ray_batch_file
 from guardrail.apps.cli.common import (
@@ -37,7 +38,6 @@ from guardrail.apps.cli.common import (
     warn_if_no_judge,
 )
 from guardrail.apps.cli.console import ui
-from guardrail.bridges import run_sync
 from guardrail.core.schema import Label
 from guardrail.settings import ConfigurationError, Settings
 

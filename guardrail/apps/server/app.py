@@ -47,7 +47,7 @@ def create_app(
     ``verifier`` (tests, embedding apps) is used as given; without one, a verifier is built from
     ``settings`` (default: the environment): ``fetcher`` (default: the settings' fetcher) behind
     the page cache and a shared in-flight fetch, the settings' judge behind a
-    :class:`~guardrail.judges.batching.BatchingJudge`, and the audit store (see
+    :class:`~guardrail.judges._batching.BatchingJudge`, and the audit store (see
     :meth:`ServiceState.build`). ``warm=False`` skips loading the models at start-up.
     ``max_body_bytes`` overrides ``GUARDRAIL_MAX_BODY_BYTES``. Raises ConfigurationError for
     unreadable settings.

@@ -229,7 +229,7 @@ class RequestWork:
     The server's ``receive`` is watched once the body has been handed to the app; later calls the
     app makes get the disconnect from the watch. Cancelling the task cancels what it awaits:
     fetches, queued judge calls and CPU work not yet started (see
-    :class:`~guardrail.bridges.CpuGate`); a worker thread already running finishes its current
+    :class:`~guardrail._bridges.CpuGate`); a worker thread already running finishes its current
     chunk.
     """
 

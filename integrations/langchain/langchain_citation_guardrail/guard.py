@@ -31,10 +31,12 @@ from guardrail import (
     Policy,
     Settings,
     Verifier,
+    aiter_from_sync,
     apply_policy,
     build_verifier,
+    iterate_sync,
+    run_sync,
 )
-from guardrail.bridges import aiter_from_sync, iterate_sync, run_sync
 from langchain_citation_guardrail._io import REPORT_METADATA_KEY, Job, Keys, finish, prepare
 from langchain_citation_guardrail._stream import Final, guard_stream
 from langchain_citation_guardrail._tracing import RunManager, report_run, stage_runs

@@ -20,10 +20,11 @@ from guardrail import (
     Policy,
     Settings,
     Verifier,
+    aiter_from_sync,
     apply_policy,
     build_verifier,
+    iterate_sync,
 )
-from guardrail.bridges import aiter_from_sync, iterate_sync
 from llama_index.postprocessor.citation_guardrail._events import dispatcher, emit_report
 from llama_index.postprocessor.citation_guardrail._nodes import Chunk, as_source
 

@@ -11,8 +11,19 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from guardrail import Action, Embedder, Judge, Label, PageMemo, Policy, Settings, TextReport, VerdictKind, Verifier
-from guardrail.bridges import run_sync
+from guardrail import (
+    Action,
+    Embedder,
+    Judge,
+    Label,
+    PageMemo,
+    Policy,
+    Settings,
+    TextReport,
+    VerdictKind,
+    Verifier,
+    run_sync,
+)
 from llama_index.postprocessor.citation_guardrail._events import dispatcher, emit_texts
 from llama_index.postprocessor.citation_guardrail._guard import VerifierSource, verifier_source
 from llama_index.postprocessor.citation_guardrail._nodes import node_text, node_url

@@ -1,6 +1,6 @@
 """How the local judge turns what it scored into a verdict: one learned, calibrated decision.
 
-A multinomial logistic regression over the request's features (:mod:`guardrail.judges.features`:
+A multinomial logistic regression over the request's features (:mod:`guardrail.judges._features`:
 the model's probabilities on the most supporting and the most contradicting sentence, read with
 the page's topic, alone and in a window, beside the lexical agreement of numbers, years, names,
 negation, direction words and roles, and the subject test) gives the probability of each label.
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from guardrail.core.schema import JudgeVerdict, Reason
-from guardrail.judges.candidates import CON, ENT, Scored
-from guardrail.judges.features import REQUEST_FEATURES, Unit, request_features, units_of
+from guardrail.judges._candidates import CON, ENT, Scored
+from guardrail.judges._features import REQUEST_FEATURES, Unit, request_features, units_of
 from guardrail.judges.local_config import LocalJudgeConfig
 
 LABELS: tuple[str, ...] = ("supported", "contradicted", "not_found")
@@ -37,7 +37,7 @@ SUP, CONTRA, NF = 0, 1, 2
 CONFLICTS: tuple[str, ...] = ("number_conflict", "year_conflict", "antonym_flip", "role_swap", "name_restated")
 """What a sentence can state in the claim's place instead of what the claim says: another value for
 the same quantity, another year for the same event, the opposite word, the roles reversed (each with
-the rest of the claim matching; :func:`guardrail.judges.features.conflicts_of`), or another name in
+the rest of the claim matching; :func:`guardrail.judges._features.conflicts_of`), or another name in
 the place of the claim's that the model reads the sentence as saying (``name_restated``: "directed by
 James Cameron" never backs "directed by Steven Spielberg"). Another name alone is not among them: on
 the fit and tune parts it fires on 11 % of WiCE's supported claims (a page naming someone else beside

@@ -6,7 +6,7 @@ holding it) and what the words say (how much of the claim and of each of its ato
 covers; whether it agrees on numbers, years, names, negation, direction words and the order of a
 relation's roles; whether it is about the claim's subject once pronouns and "the film" are read as
 the page's topic). None of these vetoes anything: a learned classifier weighs them
-(:mod:`guardrail.judges.decision`).
+(:mod:`guardrail.judges._decision`).
 
 A request's vector joins the features of its most supporting sentence and of its most
 contradicting one with a few page-wide figures. Pure functions of the scored candidates.
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from guardrail.judges import checks
-from guardrail.judges.candidates import CON, ENT, NEU, Candidate, Scored
-from guardrail.judges.context import opens_with_reference, topic_name
-from guardrail.judges.parts import claim_parts, subject_of
+from guardrail.judges import _checks as checks
+from guardrail.judges._candidates import CON, ENT, NEU, Candidate, Scored
+from guardrail.judges._context import opens_with_reference, topic_name
+from guardrail.judges._parts import claim_parts, subject_of
 
 UNIT_FEATURES: tuple[str, ...] = (
     "ent_context",

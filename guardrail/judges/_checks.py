@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 from breame.spelling import get_american_spelling
 
 from guardrail.core.extract.sentences import sentence_spans as core_sentence_spans
-from guardrail.judges.lexicon import are_antonyms
+from guardrail.judges._lexicon import are_antonyms
 
 # -- sentences ---------------------------------------------------------------
 

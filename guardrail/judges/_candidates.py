@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from guardrail.core.schema import JudgeRequest
-from guardrail.judges import checks
-from guardrail.judges.context import clean_topic, in_context, nearest_heading, opening_name
+from guardrail.judges import _checks as checks
+from guardrail.judges._context import clean_topic, in_context, nearest_heading, opening_name
 from guardrail.judges.local_config import LocalJudgeConfig
 
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
@@ -43,7 +43,7 @@ class Candidate:
     passage: int  # -1 for combined
     units: list[int]  # indices into Scored.units of the sentences it holds
     quote: str | None
-    model_text: str = ""  # what the model reads: the text with its topic (see guardrail.judges.context)
+    model_text: str = ""  # what the model reads: the text with its topic (see guardrail.judges._context)
     probs: np.ndarray = field(default_factory=lambda: np.zeros(3, dtype=np.float32))
     scored: bool = False
 
