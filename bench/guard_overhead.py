@@ -538,7 +538,7 @@ def main_repair(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15, help="paired invoke runs per size (20-claim: half)")
-    parser.add_argument("--stream-runs", type=int, default=5)
+    parser.add_argument("--stream-runs", type=int, default=5, help="astream runs per size (at least 1)")
     parser.add_argument("--chars-per-second", type=float, default=250.0, help="the fake model's writing pace")
     parser.add_argument("--judge-model", help="a local judge model folder (config.json + weights)")
     parser.add_argument("--no-stand-in", action="store_true", help="without shipped weights, run with no judge")
@@ -554,6 +554,8 @@ def main() -> None:
     )
     parser.add_argument("--repair", action="store_true", help="measure what the repair policy adds instead")
     args = parser.parse_args()
+    if args.stream_runs < 1:
+        parser.error("--stream-runs must be at least 1 (the table reports the first sentence's time)")
     if args.threads is not None:
         import torch
 
