@@ -286,7 +286,9 @@ def test_postprocessor_keeps_nodes_whose_pages_all_time_out(
         for p in ("/slow-a", "/slow-b", "/slow-c")
     ]
     nodes.append(NodeWithScore(node=TextNode(text=CLAIM, metadata={"url": site.url("/gone")}), score=0.5))
-    verifier = verifier_for(site, timeout=0.2, retry=RetryPolicy(attempts=2, budget=0.6, backoff=0.01))
+    # Two attempts of 1.5 s each for the held pages; the 404 answers well within one on a busy
+    # machine (with 0.2 s it sometimes timed out too, and its node was kept as unverified).
+    verifier = verifier_for(site, timeout=1.5, retry=RetryPolicy(attempts=2, budget=4.0, backoff=0.01))
     caplog.set_level(logging.INFO, logger="guardrail")
     kept = CitationGuardPostprocessor(verifier).postprocess_nodes(nodes)
     # The dead page's node goes; the three that timed out stay, marked unverified.
