@@ -509,12 +509,7 @@ def main_repair(args: argparse.Namespace) -> None:
             "judge": judge_desc,
             "target": f"repair adds < {REPAIR_TARGET_PCT:.0f} % when nothing fails (nothing more verified)",
             "target_met": clean is not None and clean < REPAIR_TARGET_PCT,
-            "machine": {
-                "cpus": os.cpu_count(),
-                "loadavg_before": [round(x, 2) for x in load_before],
-                "loadavg_after": [round(x, 2) for x in load_after],
-                "note": "a model-training job may be sharing these CPUs; see loadavg",
-            },
+            "machine": machine(load_before, load_after),
             "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
     )
@@ -533,6 +528,17 @@ def main_repair(args: argparse.Namespace) -> None:
     verdict = "met" if results["target_met"] else "NOT met"
     print(f"target (< {REPAIR_TARGET_PCT:.0f} % added when nothing fails): {verdict}")
     print(f"wrote {args.out}")
+
+
+def machine(load_before: Sequence[float], load_after: Sequence[float], **extra: object) -> dict[str, object]:
+    """What the results say of the machine they were measured on: cores, load before and after."""
+    return {
+        "cpus": os.cpu_count(),
+        **extra,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in load_after],
+        "note": "a model-training job may be sharing these CPUs; see loadavg",
+    }
 
 
 def main() -> None:
@@ -612,16 +618,14 @@ def main() -> None:
                 else None
             ),
             "pages_fetched_while_measuring": sum(fetched_while_measuring.values()),
-            "machine": {
-                "cpus": os.cpu_count(),
-                "torch_threads": torch.get_num_threads(),
-                "model_threads": args.threads or "one per core",
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-                "loadavg_before": [round(x, 2) for x in load_before],
-                "loadavg_after": [round(x, 2) for x in load_after],
-                "note": "a model-training job may be sharing these CPUs; see loadavg",
-            },
+            "machine": machine(
+                load_before,
+                load_after,
+                torch_threads=torch.get_num_threads(),
+                model_threads=args.threads or "one per core",
+                python=platform.python_version(),
+                platform=platform.platform(),
+            ),
             "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
     )
