@@ -51,7 +51,7 @@ from guardrail.fetch.once import FetchOnce, PageMemo
 from guardrail.settings import ConfigurationError
 from guardrail.testing import HashEmbedder, LoopbackSite, OverlapJudge, Route
 from tests.fixtures.crawlbase_server import NORMAL_TOKEN, FakeCrawlbase, FakeTarget
-from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_verdict
+from tests.fixtures.llm_server import FakeLLMServer, Received, Reply, openai_judge_env, openai_verdict
 from tests.fixtures.pages import BOILING
 from tests.fixtures.server import HeldPage
 from tests.fixtures.tasks import innermost_code
@@ -397,12 +397,7 @@ def llm_env() -> Iterator[dict[str, str]]:
     """The OpenAI-compatible judge pointed at a local fake LLM server; no stores."""
     with FakeLLMServer() as llm:
         llm.responder = boiling_model
-        yield {
-            **NO_STORES,
-            "GUARDRAIL_JUDGE": "openai",
-            "OPENAI_API_KEY": "sk-test-batch",
-            "OPENAI_BASE_URL": llm.openai_base_url,
-        }
+        yield openai_judge_env(llm, api_key="sk-test-batch")
 
 
 def test_cli_batch_prints_figures_and_the_label_reason_table(

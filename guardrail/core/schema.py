@@ -306,8 +306,8 @@ class JudgeRequest(BaseModel):
         ge=0.0,
         le=1.0,
         description="The least support confidence at which a judge that scores evidence in rounds may "
-        "stop looking (a caller that thresholds the confidence, such as the grounding check's "
-        "citationThreshold, passes its threshold); judges that decide in one pass ignore it.",
+        "stop looking (a caller that wants a stricter bar than the judge's own may pass one; the grounding "
+        "check does not, so that it and verify take one decision); judges that decide in one pass ignore it.",
     )
 
 
