@@ -230,6 +230,7 @@ def request_features(scored: Scored, units: list[Unit] | None = None) -> tuple[n
     combined = [c for c in cands if c.kind == "combined"]
     page = " ".join([scored.title or "", *scored.passages])
     claim = scored.claim
+    on_page = checks.overlap(claim, page)
     tail = [
         max((float(c.probs[ENT]) for c in cands), default=0.0),
         max((float(c.probs[CON]) for c in cands), default=0.0),
@@ -242,8 +243,8 @@ def request_features(scored: Scored, units: list[Unit] | None = None) -> tuple[n
         # What the plain word-overlap rule reads, as evidence among the rest: how much of the claim,
         # and of its least covered part, the passages say anywhere (evidence spread over sentences).
         # How many sentences were read is not a feature: a page's length must not move the label.
-        checks.overlap(claim, page),
-        min((checks.overlap(part, page) for part in claim_parts(claim)), default=checks.overlap(claim, page)),
+        on_page,
+        min((checks.overlap(part, page) for part in claim_parts(claim)), default=on_page),
     ]
     vector = np.concatenate(
         [
