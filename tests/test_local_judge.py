@@ -376,6 +376,24 @@ def test_support_quotes_the_sentence_and_keeps_the_window_as_context_where_the_w
     assert both.evidence_quote == "It was directed by James Cameron." and both.context is None
 
 
+def test_a_window_that_decides_quotes_its_sentence_that_says_the_claim() -> None:
+    claim = "From its source in the Blue Ridge, the Cedar River runs to the Western Ocean."
+    fact = "The Cedar River flows from its source in the Blue Ridge to its mouth in the Western Ocean."
+    before = "Later settlers of the valley built water mills along the faster stretches."
+    after = "Spring floods are common when the snow melts in the mountains."
+    passage = f"{before} {fact} {after}"
+    table = {
+        # Read alone with its topic, the fact sentence leans to contradiction (a model's error),
+        # so only its neighbours carry the window's support: the quote must still be the fact.
+        f"Cedar River: {fact}": (0.2, 0.2, 0.6),
+        f"Cedar River: {passage}": (0.97, 0.02, 0.01),
+    }
+    verdict = _decided(claim, passage, table, title="Cedar River")
+    assert verdict.label == "supported"
+    assert verdict.evidence_quote == fact
+    assert verdict.context == passage
+
+
 def test_a_decision_fitted_on_other_features_is_refused() -> None:
     data = _stub_decision().to_dict()
     assert DecisionModel.from_dict(data).support_threshold == 0.6

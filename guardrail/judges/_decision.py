@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from guardrail.core.schema import JudgeVerdict, Reason
+from guardrail.judges import _checks as checks
 from guardrail.judges._candidates import CON, ENT, Scored
 from guardrail.judges._features import REQUEST_FEATURES, Unit, request_features, units_of
 from guardrail.judges.local_config import LocalJudgeConfig
@@ -217,9 +218,23 @@ def settled(scored: Scored, model: DecisionModel, config: LocalJudgeConfig, sett
 def _support_quote(scored: Scored, unit: Unit) -> tuple[str, str | None]:
     """The sentence that decided (the quote), and the window around it as ``context`` where the
     window reads as support and the sentence alone does not (None otherwise)."""
-    sentence = scored.units[unit.index].text
     cand = unit.support_candidate
-    if cand.kind == "window" and float(cand.probs[ENT]) > float(unit.features[0]) + 0.1:
+    if cand.kind != "window":
+        return scored.units[unit.index].text, None
+    # Every sentence of a window shares the window's reading, so the unit the decision rests on may
+    # be any of them ("Later settlers built water mills ..." beside the sentence giving the river's
+    # course). The quote is the window's sentence that says most of the claim: its own entailment
+    # where the model read it, then the claim's words it holds.
+    own: dict[int, float] = {}
+    for c in scored.scored_candidates():
+        if c.kind in ("sentence", "plain") and c.units[0] in cand.units:
+            own[c.units[0]] = max(own.get(c.units[0], 0.0), float(c.probs[ENT]))
+    best = max(
+        cand.units,
+        key=lambda k: (own.get(k, 0.0) + checks.overlap(scored.claim, scored.units[k].text), k == unit.index),
+    )
+    sentence = scored.units[best].text
+    if float(cand.probs[ENT]) > own.get(best, 0.0) + 0.1:
         return sentence, cand.text
     return sentence, None
 
