@@ -1,7 +1,7 @@
 """Accuracy of the embedded local judge through the full verifier path, on held-out data: the
 judge as it is now, the judge before issue 21 and a word-overlap rule, measured in the same run.
 
-    python bench/judge_accuracy.py [--data ../shared/data] [--previous-ref bc3faa5] [--limit N]
+    python bench/judge_accuracy.py [--data ../shared/data] [--previous-ref bc3faa5] [--limit N] [--rounds 1]
 
 Every claim goes ``Fact(evidence text, title) -> passages -> retrieval (all-MiniLM-L6-v2, top 3) ->
 judge -> quote guard -> aggregation`` through ``guardrail.Verifier.averify_many``; only the
@@ -48,7 +48,7 @@ from titanic import TITANIC_FACTS  # noqa: E402  (bench/, this script's folder)
 from guardrail import ClaimReport, ClaimTask, Fact, JudgeRequest, JudgeVerdict, Verifier  # noqa: E402
 from guardrail.judges import _checks as checks  # noqa: E402
 from guardrail.judges._decision import decide  # noqa: E402
-from guardrail.judges.local import LocalJudge, Scored  # noqa: E402
+from guardrail.judges.local import LocalJudge, LocalJudgeConfig, Scored  # noqa: E402
 from training import datasets as ds  # noqa: E402
 
 LABELS3 = ("supported", "contradicted", "not_found")
@@ -552,6 +552,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--previous-ref", default=PREVIOUS_REF, help="git commit of the judge to compare with")
     p.add_argument("--limit", type=int, default=None, help="first N items per set (quick looks only)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: LocalJudgeConfig.threads)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help="the new judge's LocalJudgeConfig.rounds (default: its default)",
+    )
     p.add_argument("--skip-previous", action="store_true", help="measure the new judge and the baseline only")
     p.add_argument(
         "--latency-only", action="store_true", help="only the latency figures (to re-measure on a quiet machine)"
@@ -569,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit:
         tasks = {k: v[: args.limit] for k, v in tasks.items()}
     print("eval part:", {k: len(v) for k, v in tasks.items()})
-    new = LocalJudge(model_path=args.model)
+    new = LocalJudge(model_path=args.model, config=LocalJudgeConfig(rounds=args.rounds) if args.rounds else None)
     if not LocalJudge.available(args.model):
         print("skipped: the local judge's weights are not installed")
         return 0

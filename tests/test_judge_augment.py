@@ -59,3 +59,40 @@ def test_neutral_edits_add_an_unsupported_part() -> None:
     assert augment.add_year("Titanic was directed by James Cameron.", EVIDENCE, random.Random(0)) is None
     new = augment.add_year("It was directed by James Cameron.", "James Cameron directed it.", random.Random(0))
     assert new is not None and checks.missing_numbers(new, "James Cameron directed it.")
+
+
+def test_fitting_for_one_round_reads_the_first_round_alone() -> None:
+    import numpy as np
+
+    from training import fit_decision as fd
+
+    rows = [fd.Row("wice", 0, np.zeros(3), np.ones(3), "a claim")]
+    assert np.array_equal(fd.as_read(rows, 2)[0].full, np.ones(3))  # two rounds: both views
+    assert np.array_equal(fd.as_read(rows, 1)[0].full, np.zeros(3))  # one: what the first round shows
+
+
+def test_a_record_written_before_the_judges_modules_were_renamed_still_loads(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+    import sys
+    import types
+
+    from guardrail.judges import _candidates
+    from training import fit_decision as fd
+
+    # A pickle naming the module as it was called then (guardrail.judges.candidates).
+    old = types.ModuleType("guardrail.judges.candidates")
+    old.Candidate = _candidates.Candidate  # type: ignore[attr-defined]
+    sys.modules["guardrail.judges.candidates"] = old
+    try:
+        original = (_candidates.Candidate.__module__, _candidates.Candidate.__qualname__)
+        _candidates.Candidate.__module__ = "guardrail.judges.candidates"
+        try:
+            blob = pickle.dumps(_candidates.Candidate("sentence", "Text.", 0, [0], "Text."))
+        finally:
+            _candidates.Candidate.__module__ = original[0]
+    finally:
+        del sys.modules["guardrail.judges.candidates"]
+    path = tmp_path / "record.pkl"
+    path.write_bytes(blob)
+    loaded = fd._load_record(path)
+    assert isinstance(loaded, _candidates.Candidate) and loaded.text == "Text."

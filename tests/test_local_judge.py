@@ -236,6 +236,31 @@ def test_a_request_the_first_round_settles_gets_no_second_round() -> None:
     assert len(cited.batches) >= 2  # a caller citing at a higher confidence reads further
 
 
+def test_with_one_round_an_answer_costs_its_first_rounds_whatever_the_probabilities() -> None:
+    claims = ["Titanic was directed by James Cameron.", "It starred Kate Winslet.", "It was released in 1997."]
+    requests = [JudgeRequest(claim=c, passages=[TITANIC_TEXT], title="Titanic") for c in claims]
+    config = LocalJudgeConfig(rounds=1, split_parts=False)
+    plans = [build_candidates(r, config) for r in requests]
+    first = [c.model_text for p in plans for c in p.candidates[: p.round_one]]
+    # Nothing settles (every reading neutral): with two rounds the rest of the budget is read ...
+    two = _TableJudge({}, LocalJudgeConfig(rounds=2, split_parts=False))
+    two.judge_sync(requests)
+    assert len(two.batches) >= 2 and len(two.asked) > len(first)
+    # ... with one, every claim's first round in one forward pass, and nothing more.
+    one = _TableJudge({}, config)
+    verdicts = one.judge_sync(requests)
+    assert sorted(one.asked) == sorted(first)
+    assert len(one.batches) == 1 and len(one.asked) == len(first) == 3 * config.first_round
+    assert [v.label for v in verdicts] == ["not_found"] * 3
+
+
+@pytest.mark.parametrize("bad", [{"rounds": 0}, {"rounds": 3}, {"first_round": 0}])
+def test_a_config_outside_its_range_is_refused_by_name(bad: dict[str, int]) -> None:
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=f"LocalJudgeConfig.{name} must be"):
+        LocalJudgeConfig(**bad)  # type: ignore[arg-type]
+
+
 def test_a_request_costs_at_most_its_budget() -> None:
     config = LocalJudgeConfig(first_round=1, max_sentences=3, plain_sentences=1, window_seeds=1, combine_top=(2,))
     judge = _TableJudge({}, config)

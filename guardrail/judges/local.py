@@ -195,13 +195,16 @@ class LocalJudge:
                 verdicts.append(JudgeVerdict(label="not_found", confidence=0.0, reason=Reason.internal_error.value))
         return verdicts
 
-    def score(self, requests: Sequence[JudgeRequest], *, rounds: int = 2, settle: bool = True) -> list[Scored]:
-        """Build every request's candidates and read them in at most ``rounds`` rounds (see
-        :class:`LocalJudgeConfig`): the first round of every request in one batch, the second only
-        for the requests it left undecided, then the parts of split claims still not supported.
-        ``settle=False`` reads the whole budget of every request and no parts (the decision's
-        fitting records what every round would show)."""
+    def score(
+        self, requests: Sequence[JudgeRequest], *, rounds: int | None = None, settle: bool = True
+    ) -> list[Scored]:
+        """Build every request's candidates and read them in at most ``rounds`` rounds (default
+        ``LocalJudgeConfig.rounds``): the first round of every request in one batch, the second
+        only for the requests it left undecided, then the parts of split claims still not decided.
+        ``settle=False`` with ``rounds=2`` reads the whole budget of every request and no parts (the
+        decision's fitting records what every round would show)."""
         config = self.config
+        rounds = config.rounds if rounds is None else rounds
         plans: list[Scored] = []
         for r in requests:
             reason = _refusal(r, config)
@@ -211,13 +214,15 @@ class LocalJudge:
                 plans.append(build_candidates(r, config))
         self._predict_into([(s.claim, c) for s in plans for c in s.candidates[: s.round_one]])
         self.restate(plans)
+        model = self.decision
         if rounds < 2:
+            if settle:
+                self._score_parts(plans, model)
             return plans
         if not settle:
             self._predict_into([(s.claim, c) for s in plans for c in s.candidates[s.round_one :]])
             self.restate(plans)
             return plans
-        model = self.decision
         later = [
             s
             for s, r in zip(plans, requests, strict=True)
