@@ -427,12 +427,26 @@ def test_a_decision_fitted_on_other_features_is_refused() -> None:
         DecisionModel.from_dict(data)
 
 
-def test_the_shipped_decision_matches_the_features_and_thresholds_are_probabilities() -> None:
-    decision = load_decision(ROOT / "guardrail" / "judges" / "model")
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_the_shipped_decision_matches_the_features_and_thresholds_are_probabilities(rounds: int) -> None:
+    decision = load_decision(ROOT / "guardrail" / "judges" / "model", rounds)
     assert decision.features == REQUEST_FEATURES
     assert 0.0 < decision.support_threshold < 1.0 and 0.0 < decision.contradict_threshold < 1.0
     p = decision.probabilities(np.zeros(len(REQUEST_FEATURES)))
     assert p.shape == (3,) and abs(float(p.sum()) - 1.0) < 1e-9
+
+
+def test_each_reading_is_decided_by_the_classifier_fitted_for_it(tmp_path: Path) -> None:
+    model = ROOT / "guardrail" / "judges" / "model"
+    one = LocalJudge(config=LocalJudgeConfig(rounds=1)).decision
+    two = LocalJudge(config=LocalJudgeConfig(rounds=2)).decision
+    assert one is load_decision(model, 1) and two is load_decision(model, 2)
+    assert not np.array_equal(one.coef, two.coef)  # fitted on what the first round shows alone
+    record = json.loads((model / "decision_record_one_round.json").read_text())
+    assert record["chosen"]["rounds"] == 1 and "--rounds 1" in record["command"]
+    # A model folder with only a two-round decision decides one round with it.
+    (tmp_path / "decision.json").write_text((model / "decision.json").read_text())
+    assert load_decision(tmp_path, 1) is load_decision(tmp_path, 2)
 
 
 def test_unavailable_without_weights(tmp_path: Path) -> None:

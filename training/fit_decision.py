@@ -25,7 +25,9 @@
    each label is Platt-scaled on its cross-validated decisions (the balanced class weights skew
    the classifier's own probabilities).
 4. The classifier, thresholds and a record of the figures are written to
-   ``<model>/decision.json`` (what the judge loads) and ``<model>/decision_record.json``.
+   ``<model>/decision.json`` (what the judge loads) and ``<model>/decision_record.json``; with
+   ``--rounds 1``, ``decision_one_round.json`` and ``decision_record_one_round.json`` (what the
+   judge loads for ``LocalJudgeConfig(rounds=1)``).
 
 The eval part is never looked at here: ``python bench/judge_accuracy.py`` reports it.
 """
@@ -507,7 +509,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     decision = dataclasses.replace(
         to_decision(mean, scale, model, t_con, t_sup), conflict_threshold=t_conflict, calibration=tuple(calibration)
     )
-    (args.model / "decision.json").write_text(json.dumps(decision.to_dict(), indent=1) + "\n")
+    from guardrail.judges._decision import decision_file
+
+    name = decision_file(config.rounds)
+    (args.model / name).write_text(json.dumps(decision.to_dict(), indent=1) + "\n")
     record_out = {
         "command": "python -m training.fit_decision " + " ".join(argv if argv is not None else sys.argv[1:]),
         "weights_sha256_12": digest,
@@ -533,10 +538,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "calibration": calibration,
         "largest_coefficients": _largest(decision),
     }
-    (args.model / "decision_record.json").write_text(json.dumps(record_out, indent=1) + "\n")
+    record_name = name.replace("decision", "decision_record", 1)
+    (args.model / record_name).write_text(json.dumps(record_out, indent=1) + "\n")
     print(f"chosen C={c}, contradicted >= {t_con} ({t_conflict} for a stated conflict), supported >= {t_sup}")
     print(f"cross-validated {json.dumps(cv_figures)}")
-    print(f"wrote {args.model / 'decision.json'}")
+    print(f"wrote {args.model / name} and {record_name}")
     return 0
 
 

@@ -65,7 +65,8 @@ another page's topic -> neutral). Evidence is read with its page's topic: `"<top
 Weights in fp16. Produced by `python -m training.train --stages 3` (see its docstring);
 `training.json` holds the arguments, data mix by kind and timings; `decision.json` is the
 classifier over its scores fitted by `python -m training.fit_decision` (`decision_record.json`:
-its figures). Input: (evidence, claim) as a BERT sentence pair, at most 256 tokens.
+its figures), `decision_one_round.json` the one for `LocalJudgeConfig(rounds=1)` (`--rounds 1`;
+`decision_record_one_round.json`). Input: (evidence, claim) as a BERT sentence pair, at most 256 tokens.
 """
 
 

@@ -158,13 +158,25 @@ _LOCK = threading.Lock()
 _MODELS: dict[str, DecisionModel] = {}
 
 
-def load_decision(model_dir: Path) -> DecisionModel:
-    """The decision fitted for the weights in ``model_dir`` (``decision.json``), read once per process."""
-    key = str(model_dir)
+def decision_file(rounds: int) -> str:
+    """The file name of the decision fitted for ``LocalJudgeConfig.rounds``: ``decision.json`` for two
+    rounds (the default), ``decision_one_round.json`` for the fast path, which is decided on what
+    the first round shows alone (``python -m training.fit_decision --rounds 1``)."""
+    return "decision.json" if rounds >= 2 else "decision_one_round.json"
+
+
+def load_decision(model_dir: Path, rounds: int = 2) -> DecisionModel:
+    """The decision fitted for the weights in ``model_dir`` and for ``rounds`` (:func:`decision_file`),
+    read once per process. A folder without a one-round decision decides one round with its
+    two-round ``decision.json``."""
+    name = decision_file(rounds)
+    if not (model_dir / name).is_file():
+        name = "decision.json"
+    key = str(model_dir / name)
     with _LOCK:
         hit = _MODELS.get(key)
         if hit is None:
-            path = model_dir / "decision.json"
+            path = model_dir / name
             if not path.is_file():
                 raise RuntimeError(
                     f"no decision.json beside the judge's weights in {model_dir}: fit one with "

@@ -175,11 +175,12 @@ class LocalJudge:
 
     @property
     def decision(self) -> DecisionModel:
-        """The classifier fitted for these weights (``decision.json`` beside them; the package's
-        when a model folder has none), read once per process."""
+        """The classifier fitted for these weights and ``config.rounds`` (``decision.json``, or
+        ``decision_one_round.json`` for one round, beside them; the package's when a model folder
+        has none), read once per process."""
         if self._decision is None:
             folder = self.path if (self.path / "decision.json").is_file() else MODEL_DIR
-            self._decision = load_decision(folder)
+            self._decision = load_decision(folder, self.config.rounds)
         return self._decision
 
     def judge_sync(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
