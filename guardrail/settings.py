@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     judge: JudgeName | None = _env("GUARDRAIL_JUDGE", "local, openai, anthropic or ollama", default=None)
     judge_model: str | None = _env("GUARDRAIL_JUDGE_MODEL", default=None)
     judge_timeout: float = _env("GUARDRAIL_JUDGE_TIMEOUT", "seconds", default=60.0, gt=0)
+    judge_rounds: int = _env(
+        "GUARDRAIL_JUDGE_ROUNDS", "the embedded judge's reading: 2, or 1 for the fast path", default=2, ge=1, le=2
+    )
     openai_api_key: SecretStr | None = _env("OPENAI_API_KEY", default=None)
     openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
     anthropic_api_key: SecretStr | None = _env("ANTHROPIC_API_KEY", default=None)

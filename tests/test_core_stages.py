@@ -159,6 +159,8 @@ class TestSettings:
             ("GUARDRAIL_MAX_BYTES", "-1"),
             ("GUARDRAIL_FETCH_TIMEOUT", "0"),
             ("GUARDRAIL_JUDGE_TIMEOUT", "-5"),
+            ("GUARDRAIL_JUDGE_ROUNDS", "0"),
+            ("GUARDRAIL_JUDGE_ROUNDS", "3"),
             ("GUARDRAIL_FETCH_ATTEMPTS", "0"),
             ("GUARDRAIL_MAX_REDIRECTS", "-1"),
             ("GUARDRAIL_CONCURRENCY", "0"),

@@ -594,6 +594,13 @@ def test_default_judge_is_local() -> None:
     judge = build_judge(Settings())
     assert isinstance(judge, LocalJudge)
     assert judge.name == "local"
+    assert judge.config.rounds == 2
+
+
+def test_the_fast_path_is_chosen_by_setting() -> None:
+    judge = build_judge(Settings.from_env({"GUARDRAIL_JUDGE_ROUNDS": "1"}))
+    assert isinstance(judge, LocalJudge) and judge.config.rounds == 1
+    assert judge.decision is load_decision(ROOT / "guardrail" / "judges" / "model", 1)
 
 
 @pytest.mark.slow

@@ -144,11 +144,12 @@ class LocalJudge:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LocalJudge:
-        """The shipped model, or the model folder named by ``GUARDRAIL_JUDGE_MODEL`` when it is one."""
+        """The shipped model, or the model folder named by ``GUARDRAIL_JUDGE_MODEL`` when it is one,
+        reading in ``GUARDRAIL_JUDGE_ROUNDS`` rounds (:attr:`LocalJudgeConfig.rounds`)."""
         path = None
         if settings.judge_model and Path(settings.judge_model).is_dir():
             path = Path(settings.judge_model)
-        return cls(model_path=path)
+        return cls(model_path=path, config=LocalJudgeConfig(rounds=settings.judge_rounds))
 
     @property
     def backend(self) -> str:
