@@ -36,7 +36,8 @@ the five citing the wrong document (the suggestion round: that claim judged agai
 documents, then re-pointed). Medians over the runs, the baseline in the same run.
 
 Usage: python bench/guard_overhead.py [--runs 15] [--stream-runs 5] [--chars-per-second 250]
-       [--judge-model DIR] [--no-stand-in] [--repair] [--rounds 1] [--threads 1] [--out PATH]
+       [--judge-model DIR] [--no-stand-in] [--repair] [--rounds 1] [--backend torch] [--threads 1]
+       [--out PATH]
 """
 
 from __future__ import annotations
@@ -276,7 +277,11 @@ def stand_in_model(folder: Path) -> Path:
 
 
 def pick_judge(args: argparse.Namespace, tmp: Path) -> tuple[Any | None, str]:
-    config = LocalJudgeConfig(threads=args.threads, rounds=args.rounds or LocalJudgeConfig.rounds)
+    config = LocalJudgeConfig(
+        threads=args.threads,
+        rounds=args.rounds or LocalJudgeConfig.rounds,
+        backend=args.backend or LocalJudgeConfig.backend,
+    )
     if args.judge_model:
         if not LocalJudge.available(args.judge_model):
             sys.exit(f"--judge-model {args.judge_model}: no config.json and weights there")
@@ -566,6 +571,9 @@ def main() -> None:
         default=None,
         help="the local judge's LocalJudgeConfig.rounds (default: its default)",
     )
+    parser.add_argument(
+        "--backend", choices=("onnx", "torch"), default=None, help="the local judge's backend (default: auto)"
+    )
     args = parser.parse_args()
     if args.stream_runs < 1:
         parser.error("--stream-runs must be at least 1 (the table reports the first sentence's time)")
@@ -611,6 +619,7 @@ def main() -> None:
             "judge": judge_desc,
             "judge_name": raw_judge.name if raw_judge is not None else None,
             "judge_rounds": raw_judge.config.rounds if isinstance(raw_judge, LocalJudge) else None,
+            "judge_backend": raw_judge.backend if isinstance(raw_judge, LocalJudge) else None,
             "embedder": embedder.name,
             "target": f"guard adds < {TARGET_MS:.0f} ms p50 to a 5-claim answer on warm pages",
             "target_met": (

@@ -2,6 +2,7 @@
 judge as it is now, the judge before issue 21 and a word-overlap rule, measured in the same run.
 
     python bench/judge_accuracy.py [--data ../shared/data] [--previous-ref bc3faa5] [--limit N] [--rounds 1]
+                                [--backend torch]
 
 Every claim goes ``Fact(evidence text, title) -> passages -> retrieval (all-MiniLM-L6-v2, top 3) ->
 judge -> quote guard -> aggregation`` through ``guardrail.Verifier.averify_many``; only the
@@ -441,7 +442,10 @@ def to_markdown(result: dict) -> str:
     lines.append(f"Command: `{result['command']}`  ")
     lines.append(f"Split: {result['split']}  ")
     lines.append(f"Model load: {result['load_seconds']} s; peak RSS {result['peak_rss_mb']} MB  ")
-    lines.append(f"Judge: dtype {result['dtype']}, torch threads {result['torch_threads']}  ")
+    lines.append(
+        f"Judge: backend {result.get('backend', 'torch')}, dtype {result['dtype']}, "
+        f"torch threads {result['torch_threads']}  "
+    )
     lat = result["latency_wice_page"]
     for key, title in (("first_sight", "page seen for the first time"), ("warm_page", "page seen before")):
         lines.append(
@@ -559,6 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="the new judge's LocalJudgeConfig.rounds (default: its default)",
     )
+    p.add_argument("--backend", choices=("onnx", "torch"), default=None, help="the new judge's backend (default: auto)")
     p.add_argument("--skip-previous", action="store_true", help="measure the new judge and the baseline only")
     p.add_argument(
         "--latency-only", action="store_true", help="only the latency figures (to re-measure on a quiet machine)"
@@ -576,7 +581,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit:
         tasks = {k: v[: args.limit] for k, v in tasks.items()}
     print("eval part:", {k: len(v) for k, v in tasks.items()})
-    new = LocalJudge(model_path=args.model, config=LocalJudgeConfig(rounds=args.rounds) if args.rounds else None)
+    config = LocalJudgeConfig(
+        rounds=args.rounds or LocalJudgeConfig.rounds, backend=args.backend or LocalJudgeConfig.backend
+    )
+    new = LocalJudge(model_path=args.model, config=config)
     if not LocalJudge.available(args.model):
         print("skipped: the local judge's weights are not installed")
         return 0
@@ -608,7 +616,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             result["models"][name]["config"] = {k: v for k, v in config.__dict__.items()}
     result["latency_wice_page"] = latency(new, tasks["wice"])
     result["latency_titanic_grounding"] = grounding_latency(new)
-    result["dtype"] = new.dtype
+    result["backend"] = new.backend
+    # ONNX Runtime runs the exported float32 graph whatever LocalJudgeConfig.dtype says.
+    result["dtype"] = new.dtype if new.backend == "torch" else ("int8" if new.quantize else "float32")
     result["torch_threads"] = torch.get_num_threads()
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print("latency per (claim, WiCE page):", result["latency_wice_page"], "load", load_seconds, "s")
