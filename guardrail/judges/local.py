@@ -216,15 +216,15 @@ class LocalJudge:
                 plans.append(build_candidates(r, config))
         self._predict_into([(s.claim, c) for s in plans for c in s.candidates[: s.round_one]])
         self.restate(plans)
-        model = self.decision
         if rounds < 2:
             if settle:
-                self._score_parts(plans, model)
+                self._score_parts(plans, self.decision)
             return plans
         if not settle:
             self._predict_into([(s.claim, c) for s in plans for c in s.candidates[s.round_one :]])
             self.restate(plans)
             return plans
+        model = self.decision
         later = [
             s
             for s, r in zip(plans, requests, strict=True)
