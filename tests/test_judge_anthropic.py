@@ -144,6 +144,9 @@ async def test_concurrency_is_bounded(llm: FakeLLMServer) -> None:
     llm.company = 2  # the bound is reached however slowly requests come; the delay lets more pile up
     verdicts = await make_judge(llm, concurrency=2).judge([REQUEST] * 6)
     assert [v.label for v in verdicts] == ["supported"] * 6
+    # Each request sent once: a client that timed out and tried again would count its abandoned
+    # request and the retry as two in flight, even one call at a time.
+    assert len(llm.received) == 6
     assert llm.max_in_flight == 2
 
 
