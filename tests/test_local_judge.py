@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 import re
 import subprocess
@@ -436,7 +437,9 @@ def test_the_shipped_decision_matches_the_features_and_thresholds_are_probabilit
     assert p.shape == (3,) and abs(float(p.sum()) - 1.0) < 1e-9
 
 
-def test_each_reading_is_decided_by_the_classifier_fitted_for_it(tmp_path: Path) -> None:
+def test_each_reading_is_decided_by_the_classifier_fitted_for_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     model = ROOT / "guardrail" / "judges" / "model"
     one = LocalJudge(config=LocalJudgeConfig(rounds=1)).decision
     two = LocalJudge(config=LocalJudgeConfig(rounds=2)).decision
@@ -444,9 +447,12 @@ def test_each_reading_is_decided_by_the_classifier_fitted_for_it(tmp_path: Path)
     assert not np.array_equal(one.coef, two.coef)  # fitted on what the first round shows alone
     record = json.loads((model / "decision_record_one_round.json").read_text())
     assert record["chosen"]["rounds"] == 1 and "--rounds 1" in record["command"]
-    # A model folder with only a two-round decision decides one round with it.
+    # A model folder with only a two-round decision decides one round with it, and says so.
     (tmp_path / "decision.json").write_text((model / "decision.json").read_text())
-    assert load_decision(tmp_path, 1) is load_decision(tmp_path, 2)
+    two_rounds = load_decision(tmp_path, 2)  # loaded first: the one-round fallback is still said
+    with caplog.at_level(logging.WARNING, logger="guardrail.judges.decision"):
+        assert load_decision(tmp_path, 1) is two_rounds
+    assert "no decision_one_round.json" in caplog.text and "--rounds 1" in caplog.text
 
 
 def test_unavailable_without_weights(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ and the sentence alone did not, the window is the verdict's ``context``.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from guardrail.judges import _checks as checks
 from guardrail.judges._candidates import CON, ENT, Scored
 from guardrail.judges._features import REQUEST_FEATURES, Unit, request_features, units_of
 from guardrail.judges.local_config import LocalJudgeConfig
+
+log = logging.getLogger("guardrail.judges.decision")
 
 LABELS: tuple[str, ...] = ("supported", "contradicted", "not_found")
 """The classifier's classes, in the order of its probability columns."""
@@ -156,6 +159,7 @@ class DecisionModel:
 
 _LOCK = threading.Lock()
 _MODELS: dict[str, DecisionModel] = {}
+_FALLBACKS_SAID: set[str] = set()  # folders whose missing one-round decision was logged once
 
 
 def decision_file(rounds: int) -> str:
@@ -174,6 +178,15 @@ def load_decision(model_dir: Path, rounds: int = 2) -> DecisionModel:
         name = "decision.json"
     key = str(model_dir / name)
     with _LOCK:
+        if name != decision_file(rounds) and (model_dir / name).is_file() and key not in _FALLBACKS_SAID:
+            _FALLBACKS_SAID.add(key)
+            log.warning(
+                "no %s beside the judge's weights in %s: one round is decided with %s, which was "
+                "fitted for two (python -m training.fit_decision --model DIR --rounds 1 fits one)",
+                decision_file(rounds),
+                model_dir,
+                name,
+            )
         hit = _MODELS.get(key)
         if hit is None:
             path = model_dir / name
