@@ -443,8 +443,7 @@ def to_markdown(result: dict) -> str:
     lines.append(f"Split: {result['split']}  ")
     lines.append(f"Model load: {result['load_seconds']} s; peak RSS {result['peak_rss_mb']} MB  ")
     lines.append(
-        f"Judge: backend {result.get('backend', 'torch')}, dtype {result['dtype']}, "
-        f"torch threads {result['torch_threads']}  "
+        f"Judge: backend {result['backend']}, dtype {result['dtype']}, torch threads {result['torch_threads']}  "
     )
     lat = result["latency_wice_page"]
     for key, title in (("first_sight", "page seen for the first time"), ("warm_page", "page seen before")):

@@ -20,10 +20,9 @@
    with ``contradicted`` precision of at least ``--precision`` on Climate-FEVER + FEVER-Symmetric
    and at most 3 % of supported claims read contradicted) and the support threshold (the best mean
    balanced accuracy over the sets with at most 5 % of refuted claims and 2 % of another claim's
-   pages read supported). The strength
-   with the best cross-validated score wins and is refitted on all those rows; the confidence of
-   each label is Platt-scaled on its cross-validated decisions (the balanced class weights skew
-   the classifier's own probabilities).
+   pages read supported). The strength with the best cross-validated score wins and is refitted
+   on all those rows; the confidence of each label is Platt-scaled on its cross-validated
+   decisions (the balanced class weights skew the classifier's own probabilities).
 4. The classifier, thresholds and a record of the figures are written to
    ``<model>/decision.json`` (what the judge loads) and ``<model>/decision_record.json``; with
    ``--rounds 1``, ``decision_one_round.json`` and ``decision_record_one_round.json`` (what the
@@ -421,19 +420,11 @@ def _load_record(path: Path) -> Any:
         return _RecordUnpickler(f).load()
 
 
-def decided_views(rows: Sequence[Row], c: float, folds: int, rounds: int) -> tuple[np.ndarray, np.ndarray]:
-    """The out-of-fold probabilities the thresholds are chosen on, as the judge reads at run time:
-    with one round (see :func:`as_read`) the first round's are all there is; with two, an unsettled
-    request is decided on both rounds'."""
-    first, full = out_of_fold(rows, c, folds)
-    return (first, first) if rounds < 2 else (first, full)
-
-
 def as_read(rows: Sequence[Row], rounds: int) -> list[Row]:
     """The rows as the judge reads with ``rounds`` (``LocalJudgeConfig.rounds``): with one round the
-    classifier is fitted on what the first round shows alone (fitted on both views, it leans on
-    second-round readings that never come: cross-validated WiCE balanced accuracy 0.59 against
-    0.65 fitted on the first round's)."""
+    first round's view is all there is, so the thresholds are chosen and the classifier is fitted
+    on what the first round shows alone (fitted on both views, it leans on second-round readings
+    that never come: cross-validated WiCE balanced accuracy 0.59 against 0.65)."""
     return list(rows) if rounds >= 2 else [dataclasses.replace(r, full=r.first) for r in rows]
 
 
@@ -493,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = as_read(fit_rows + tune_rows, config.rounds)
     results = []
     for c in [float(x) for x in args.c_grid.split(",")]:
-        first, full = decided_views(rows, c, args.folds, config.rounds)
+        first, full = out_of_fold(rows, c, args.folds)
         t_con, t_conflict, t_sup, cv_figures = choose_thresholds(first, full, rows, config.settle, args.precision)
         score = cv_figures["mean_balanced_accuracy"] + 0.5 * cv_figures["contradicted_recall"]
         print(
@@ -502,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         results.append((score, c, t_con, t_conflict, t_sup, cv_figures))
     score, c, t_con, t_conflict, t_sup, cv_figures = max(results, key=lambda r: r[0])
-    first, full = decided_views(rows, c, args.folds, config.rounds)
+    first, full = out_of_fold(rows, c, args.folds)
     decided_p = runtime_probabilities(first, full, config.settle, t_con, t_sup, rows, t_conflict)
     calibration = calibrate(decided_p, rows, _bar(rows, t_con, t_conflict), t_sup)
     mean, scale, model = fit(rows, c)
