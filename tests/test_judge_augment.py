@@ -84,12 +84,11 @@ def test_a_record_written_before_the_judges_modules_were_renamed_still_loads(tmp
     old.Candidate = _candidates.Candidate  # type: ignore[attr-defined]
     sys.modules["guardrail.judges.candidates"] = old
     try:
-        original = (_candidates.Candidate.__module__, _candidates.Candidate.__qualname__)
         _candidates.Candidate.__module__ = "guardrail.judges.candidates"
         try:
             blob = pickle.dumps(_candidates.Candidate("sentence", "Text.", 0, [0], "Text."))
         finally:
-            _candidates.Candidate.__module__ = original[0]
+            _candidates.Candidate.__module__ = _candidates.__name__
     finally:
         del sys.modules["guardrail.judges.candidates"]
     path = tmp_path / "record.pkl"
