@@ -234,6 +234,12 @@ class Settings(BaseSettings):
         return str(cls.model_fields[name].validation_alias)
 
     @classmethod
+    def variables(cls) -> tuple[str, ...]:
+        """Every environment variable the settings read, sorted: what a test harness clears so a
+        developer's own keys and choices (``GUARDRAIL_JUDGE_ROUNDS``...) cannot change a run."""
+        return tuple(sorted(str(field.validation_alias) for field in cls.model_fields.values()))
+
+    @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Read the settings from ``env`` (default ``os.environ``); a bad value raises
         :class:`ConfigurationError` naming the variable (never a secret's value)."""

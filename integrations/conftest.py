@@ -11,17 +11,12 @@ from collections.abc import Iterator
 import pytest
 
 from guardrail.apps.demo import UNRELATED, demo_routes
+from guardrail.settings import Settings
 from guardrail.testing import LoopbackSite, Route
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-for _var in (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "CRAWLBASE_TOKEN",
-    "GUARDRAIL_JUDGE",
-    "GUARDRAIL_API_KEY",
-    "OPENAI_BASE_URL",
-):
+# A developer's keys, tokens and own choices (GUARDRAIL_JUDGE_ROUNDS...) never reach a test run.
+for _var in Settings.variables():
     os.environ.pop(_var, None)
 # A guard built from the environment keeps a page cache and an audit store in the user's cache
 # folder by default: tests neither write there nor share cached pages.

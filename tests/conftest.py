@@ -13,17 +13,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# Never let a developer's real keys or tokens leak into a test run.
-for _var in (
-    "CRAWLBASE_TOKEN",
-    "CRAWLBASE_JS_TOKEN",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GUARDRAIL_JUDGE",
-    "GUARDRAIL_API_KEY",
-    "GUARDRAIL_ALLOW_PRIVATE_HOSTS",
-    "OPENAI_BASE_URL",
-):
+# Never let a developer's keys, tokens or own choices (GUARDRAIL_JUDGE_ROUNDS, GUARDRAIL_TOP_K...)
+# reach a test run: every variable the settings read is cleared.
+from guardrail.settings import Settings
+
+for _var in Settings.variables():
     os.environ.pop(_var, None)
 # The CLI keeps a page cache and an audit store in the user cache folder by default: tests
 # must neither write to the developer's nor share cached pages between tests. A test that

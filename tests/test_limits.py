@@ -109,6 +109,16 @@ def test_limits_are_settings_read_from_the_environment() -> None:
         Settings.from_env({"GUARDRAIL_MAX_URLS": "0"})
 
 
+def test_settings_name_every_variable_they_read_and_tests_read_none_of_the_developers() -> None:
+    import os
+
+    names = Settings.variables()
+    assert {"GUARDRAIL_JUDGE_ROUNDS", "GUARDRAIL_TOP_K", "OPENAI_API_KEY", "CRAWLBASE_JS_TOKEN"} <= set(names)
+    assert len(names) == len(Settings.model_fields)
+    # conftest clears them all; only the two it sets itself (no page cache, no audit store) remain.
+    assert sorted(v for v in names if v in os.environ) == ["GUARDRAIL_AUDIT_DB", "GUARDRAIL_CACHE"]
+
+
 def test_a_blank_api_key_is_refused_naming_the_variable() -> None:
     for env in ({"GUARDRAIL_API_KEY": "   "}, {"GUARDRAIL_API_KEY": ""}):
         with pytest.raises(ConfigurationError, match=r"GUARDRAIL_API_KEY.*blank"):
