@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 from guardrail.judges import _checks as checks
 from training import augment
@@ -59,6 +60,32 @@ def test_neutral_edits_add_an_unsupported_part() -> None:
     assert augment.add_year("Titanic was directed by James Cameron.", EVIDENCE, random.Random(0)) is None
     new = augment.add_year("It was directed by James Cameron.", "James Cameron directed it.", random.Random(0))
     assert new is not None and checks.missing_numbers(new, "James Cameron directed it.")
+
+
+def test_minimal_pairs_change_only_who_did_what_or_which_way_it_moved() -> None:
+    from training import contrastive
+
+    names = {"place": ["Italy", "Spain", "France"], "person": ["Ann Lee", "Bob Stone", "Cy Young"]}
+    roles = contrastive.role_pairs(names, random.Random(0), 300)
+    directions = contrastive.direction_pairs(random.Random(0), 300)
+    seen = {p.kind for p in roles + directions}
+    assert {"minimal_role_swapped", "minimal_role_passive", "minimal_direction_flipped"} <= seen
+    for pair in roles:
+        if pair.kind in ("minimal_role_swapped", "minimal_role_same"):
+            # The same names, in the same or the other order: only the roles tell the label.
+            assert set(re.findall(r"[A-Z]\w+", pair.claim)) <= set(re.findall(r"[A-Z]\w+", pair.evidence)), pair
+        expected = {
+            "role_same": 0,
+            "role_passive": 0,
+            "role_swapped": 2,
+            "role_swapped_passive": 2,
+            "role_other_name": 1,
+        }
+        assert pair.label == expected[pair.kind.removeprefix("minimal_")], pair
+    flipped = next(p for p in directions if p.kind == "minimal_direction_flipped")
+    up = any(w in flipped.evidence for w in [*contrastive._UP, "rose", "increased", "grew"])
+    down = any(w in flipped.claim for w in [*contrastive._DOWN, "fell", "decreased", "declined"])
+    assert up == down and flipped.label == contrastive.CON
 
 
 def test_fitting_for_one_round_reads_the_first_round_alone() -> None:

@@ -1013,3 +1013,215 @@ __all__ = [
     "synonym_swap",
     "unit_swap",
 ]
+
+
+# -- minimal pairs: roles and directions ----------------------------------------------------
+# The v3 model reads "Spain defeated Italy" as entailed by "Italy defeated Spain" (0.98) and
+# "Exercise increases the risk" by "exercise reduces the risk" (0.95): the few hundred role swaps
+# and direction flips the page edits yield do not outweigh word overlap. These pairs hold the
+# words fixed and change only who did what to whom, or which way a quantity moved, beside
+# label-keeping rewrites (the passive, a synonym) so that the order alone decides nothing.
+
+_ROLE_VERBS = {
+    # kind: (active, passive participle, object's tail)
+    "person": [
+        ("defeated", "defeated", " in the {year} election"),
+        ("succeeded", "succeeded", " as chair of the committee"),
+        ("replaced", "replaced", " as head coach in {year}"),
+        ("interviewed", "interviewed", " in {year}"),
+        ("hired", "hired", " in {year}"),
+        ("taught", "taught", " at the academy"),
+        ("sued", "sued", " in {year}"),
+        ("endorsed", "endorsed", " before the vote"),
+    ],
+    "org": [
+        ("acquired", "acquired", " in {year}"),
+        ("bought", "bought", " for ${n} million"),
+        ("sued", "sued", " in {year}"),
+        ("outsold", "outsold", " in {year}"),
+        ("funded", "funded", " from {year}"),
+    ],
+    "place": [
+        ("defeated", "defeated", " {n}-{m} in the final"),
+        ("beat", "beaten", " in the {year} final"),
+        ("invaded", "invaded", " in {year}"),
+        ("annexed", "annexed", " in {year}"),
+        ("overtook", "overtaken", " in population in {year}"),
+    ],
+}
+_UP = ["increases", "raises", "boosts", "elevates"]
+_DOWN = ["reduces", "lowers", "decreases", "cuts"]
+_CAUSES = [
+    "regular exercise",
+    "smoking",
+    "aspirin",
+    "a high-salt diet",
+    "the vaccine",
+    "sleep deprivation",
+    "coffee consumption",
+    "the new tariff",
+    "urban sprawl",
+    "deforestation",
+    "the carbon tax",
+    "higher interest rates",
+    "screen time",
+    "air pollution",
+    "the drug",
+    "vitamin D supplementation",
+    "the minimum wage increase",
+    "remote work",
+    "the policy",
+    "meditation",
+    "alcohol use",
+    "the treatment",
+    "ocean warming",
+    "the subsidy",
+    "fertiliser use",
+    "physical therapy",
+]
+_EFFECTS = [
+    "the risk of heart disease",
+    "blood pressure",
+    "the risk of lung cancer",
+    "unemployment",
+    "crop yields",
+    "global temperatures",
+    "sea ice extent",
+    "inflation",
+    "hospital admissions",
+    "the risk of stroke",
+    "cholesterol levels",
+    "employee productivity",
+    "housing prices",
+    "rainfall in the region",
+    "the risk of dementia",
+    "bone density",
+    "traffic deaths",
+    "carbon emissions",
+    "anxiety symptoms",
+    "fish populations",
+    "the birth rate",
+    "exports",
+]
+_STUDY = ["", "", "A 2019 study found that ", "Researchers report that ", "The trial showed that "]
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def role_pairs(names_by_kind: dict[str, list[str]], rng: random.Random, n: int) -> list[Pair]:
+    """``n`` pairs about one asymmetric relation between two names of one kind: the premise "A
+    defeated B ..."; claims "A defeated B" and "B was defeated by A" (entailment), "B defeated A"
+    and "A was defeated by B" (contradiction), "A defeated C" (neutral)."""
+    out: list[Pair] = []
+    kinds = [k for k in _ROLE_VERBS if len(names_by_kind.get(k, [])) >= 3]
+    while kinds and len(out) < n:
+        kind = rng.choice(kinds)
+        a, b, c = rng.sample(names_by_kind[kind], 3)
+        verb, participle, tail = rng.choice(_ROLE_VERBS[kind])
+        tail = tail.format(year=rng.randrange(1950, 2024), n=rng.randrange(1, 6), m=rng.randrange(0, 1))
+        premise = f"{a} {verb} {b}{tail}."
+        if rng.random() < 0.3:
+            premise = f"{b} was {participle} by {a}{tail}."
+        if rng.random() < 0.3:
+            premise = in_context(premise, a if rng.random() < 0.5 else b)
+        detail = tail if rng.random() < 0.5 else ""
+        options = [
+            (f"{a} {verb} {b}{detail}.", ENT, "role_same"),
+            (f"{b} was {participle} by {a}{detail}.", ENT, "role_passive"),
+            (f"{b} {verb} {a}{detail}.", CON, "role_swapped"),
+            (f"{a} was {participle} by {b}{detail}.", CON, "role_swapped_passive"),
+            (f"{a} {verb} {c}{detail}.", NEU, "role_other_name"),
+        ]
+        weights = [2, 2, 2, 2, 1]  # as many entailments as contradictions
+        claim, label, kind_name = rng.choices(options, weights)[0]
+        out.append(Pair(claim, premise, label, f"minimal_{kind_name}"))
+    return out
+
+
+def direction_pairs(rng: random.Random, n: int) -> list[Pair]:
+    """``n`` pairs about which way one cause moves one quantity: the premise "X reduces Y";
+    claims with a synonym of the same direction (entailment), the opposite direction
+    (contradiction), or another quantity (neutral); and "Y rose/fell" statements likewise."""
+    out: list[Pair] = []
+    while len(out) < n:
+        cause, effect, other = rng.choice(_CAUSES), *rng.sample(_EFFECTS, 2)
+        up = rng.random() < 0.5
+        same, opposite = (_UP, _DOWN) if up else (_DOWN, _UP)
+        if rng.random() < 0.75:
+            premise = f"{rng.choice(_STUDY)}{cause} {rng.choice(same)} {effect}"
+            premise = _cap(premise) + "."
+            options = [
+                (_cap(f"{cause} {rng.choice(same)} {effect}."), ENT, "direction_same"),
+                (_cap(f"{cause} {rng.choice(opposite)} {effect}."), CON, "direction_flipped"),
+                (_cap(f"{cause} {rng.choice(same)} {other}."), NEU, "direction_other_quantity"),
+            ]
+        else:
+            year, pct = rng.randrange(1990, 2024), rng.randrange(2, 40)
+            moved, unmoved = (("rose", "increased", "grew"), ("fell", "decreased", "declined"))[:: 1 if up else -1]
+            premise = f"In {year}, {effect} {rng.choice(moved)} by {pct} percent."
+            options = [
+                (_cap(f"{effect} {rng.choice(moved)} in {year}."), ENT, "direction_same"),
+                (_cap(f"{effect} {rng.choice(unmoved)} in {year}."), CON, "direction_flipped"),
+                (_cap(f"{other} {rng.choice(moved)} in {year}."), NEU, "direction_other_quantity"),
+            ]
+        claim, label, kind_name = rng.choices(options, [3, 3, 1])[0]
+        out.append(Pair(claim, premise, label, f"minimal_{kind_name}"))
+    return out
+
+
+_COUNTRIES = [
+    "Italy",
+    "Spain",
+    "France",
+    "Germany",
+    "Brazil",
+    "Argentina",
+    "England",
+    "Portugal",
+    "Japan",
+    "Mexico",
+    "Chile",
+    "Peru",
+    "Norway",
+    "Sweden",
+    "Denmark",
+    "Poland",
+    "Austria",
+    "Hungary",
+    "Greece",
+    "Turkey",
+    "Egypt",
+    "Nigeria",
+    "Ghana",
+    "Kenya",
+    "India",
+    "Pakistan",
+    "China",
+    "Korea",
+    "Vietnam",
+    "Thailand",
+    "Canada",
+    "Australia",
+    "Ireland",
+    "Belgium",
+    "Croatia",
+    "Serbia",
+    "Uruguay",
+    "Colombia",
+]
+
+
+def minimal_pairs(sources: Sequence[Source], rng: random.Random, n: int) -> list[Pair]:
+    """``n`` role and direction minimal pairs (half each): people and organisations named by the
+    sources (two or three capitalised words), countries from a fixed list."""
+    names: dict[str, list[str]] = {"place": list(_COUNTRIES)}
+    for name in sorted({n for src in sources for n in checks.entities(src.evidence)}):
+        words = name.split()
+        if not 2 <= len(words) <= 3 or not all(w[:1].isupper() and w.isalpha() for w in words):
+            continue
+        if words[0] in NOT_A_NAME or (kind := name_kind(name)) not in ("person", "org"):
+            continue
+        names.setdefault(kind, []).append(name)
+    return role_pairs(names, rng, n // 2) + direction_pairs(rng, n - n // 2)

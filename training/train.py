@@ -474,6 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--edits-per-source", type=int, default=2, help="contradiction edits per supported source")
     p.add_argument("--snli-keep", type=int, default=16_000, help="stage 3: SNLI pairs kept against forgetting")
+    p.add_argument("--minimal-pairs", type=int, default=0, help="stage 3: role and direction minimal pairs per pass")
+    p.add_argument("--mix-keep", type=float, default=1.0, help="stage 3: share of the usual pairs kept per pass")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--snli-pairs", type=int, default=64_000)
@@ -629,6 +631,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             pairs = contrastive.generate(sources, rng, args.edits_per_source)
             pairs += contrastive.real_pairs(args.data, "nli", rng, args.contra_copies, args.fever_copies)
             pairs += contrastive.snli_pairs(args.snli / "snli_1.0_train_subset.jsonl", args.snli_keep, rng)
+            if args.mix_keep < 1.0:
+                # A short pass on top of trained weights: a share of the usual mix guards against
+                # forgetting while the minimal pairs below carry what the pass is for.
+                pairs = rng.sample(pairs, round(len(pairs) * args.mix_keep))
+            pairs += contrastive.minimal_pairs(sources, rng, args.minimal_pairs)
             examples = [Example(p.claim, p.evidence, p.label, p.kind) for p in pairs]
             record: dict[str, Any] = {
                 "pass": n,
