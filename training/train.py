@@ -17,7 +17,9 @@ the ``fit`` sub-part, the tune and the eval parts are never trained on): FactCC-
 supported pairs (names, numbers, dates, units, direction words, roles, negations -> contradiction;
 paraphrases, pronoun subjects under the page's topic -> entailment; aims, added clauses, dropped
 details, another page's topic, same-page look-alikes -> neutral), the labelled pairs with their
-page's topic, FEVER's not_entailment pairs (trained as "not entailment") and SNLI. Each pass saves
+page's topic, FEVER's not_entailment pairs (trained as "not entailment") and SNLI; with
+``--minimal-pairs N``, role and direction minimal pairs too (``--mix-keep`` then keeps a share of
+the rest; tried on v3 and not shipped: README, "The embedded judge"). Each pass saves
 its model (``<out>/pass<n>``), so ``--resume`` skips finished passes and picks the current one up at
 its last checkpoint (written every ``--ckpt-every`` steps, about 4 minutes on 2 cores). Stages 1
 and 2 made the v1 and v2 weights (``--stages 1,2``; about an hour on 2 CPU cores). Seeds are fixed
