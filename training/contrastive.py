@@ -981,40 +981,6 @@ def counts(pairs: Iterable[Pair]) -> dict[str, int]:
     return dict(sorted(c.items()))
 
 
-__all__ = [
-    "CON",
-    "ENT",
-    "NEU",
-    "NOT_ENT",
-    "Pair",
-    "Source",
-    "aim_sentence",
-    "claim_from_sentence",
-    "counts",
-    "direction_flip",
-    "finding_sentence",
-    "generate",
-    "loosen",
-    "month_swap",
-    "name_kind",
-    "negate_evidence",
-    "pairs_for",
-    "passive_to_active",
-    "pronoun_version",
-    "real_pairs",
-    "refuting_sentence",
-    "role_swap",
-    "sentence_sources",
-    "shorten",
-    "snli_pairs",
-    "snli_role_swap",
-    "spell_number",
-    "supported_sources",
-    "synonym_swap",
-    "unit_swap",
-]
-
-
 # -- minimal pairs: roles and directions ----------------------------------------------------
 # The v3 model reads "Spain defeated Italy" as entailed by "Italy defeated Spain" (0.98) and
 # "Exercise increases the risk" by "exercise reduces the risk" (0.95): the few hundred role swaps
@@ -1120,7 +1086,8 @@ def role_pairs(names_by_kind: dict[str, list[str]], rng: random.Random, n: int) 
         kind = rng.choice(kinds)
         a, b, c = rng.sample(names_by_kind[kind], 3)
         verb, participle, tail = rng.choice(_ROLE_VERBS[kind])
-        tail = tail.format(year=rng.randrange(1950, 2024), n=rng.randrange(1, 6), m=rng.randrange(0, 1))
+        won = rng.randrange(1, 6)
+        tail = tail.format(year=rng.randrange(1950, 2024), n=won, m=rng.randrange(0, won))
         premise = f"{a} {verb} {b}{tail}."
         if rng.random() < 0.3:
             premise = f"{b} was {participle} by {a}{tail}."
@@ -1217,7 +1184,7 @@ def minimal_pairs(sources: Sequence[Source], rng: random.Random, n: int) -> list
     """``n`` role and direction minimal pairs (half each): people and organisations named by the
     sources (two or three capitalised words), countries from a fixed list."""
     names: dict[str, list[str]] = {"place": list(_COUNTRIES)}
-    for name in sorted({n for src in sources for n in checks.entities(src.evidence)}):
+    for name in sorted({found for src in sources for found in checks.entities(src.evidence)}):
         words = name.split()
         if not 2 <= len(words) <= 3 or not all(w[:1].isupper() and w.isalpha() for w in words):
             continue
@@ -1225,3 +1192,40 @@ def minimal_pairs(sources: Sequence[Source], rng: random.Random, n: int) -> list
             continue
         names.setdefault(kind, []).append(name)
     return role_pairs(names, rng, n // 2) + direction_pairs(rng, n - n // 2)
+
+
+__all__ = [
+    "CON",
+    "ENT",
+    "NEU",
+    "NOT_ENT",
+    "Pair",
+    "Source",
+    "aim_sentence",
+    "claim_from_sentence",
+    "counts",
+    "direction_flip",
+    "direction_pairs",
+    "finding_sentence",
+    "generate",
+    "loosen",
+    "minimal_pairs",
+    "month_swap",
+    "name_kind",
+    "negate_evidence",
+    "pairs_for",
+    "passive_to_active",
+    "pronoun_version",
+    "real_pairs",
+    "refuting_sentence",
+    "role_pairs",
+    "role_swap",
+    "sentence_sources",
+    "shorten",
+    "snli_pairs",
+    "snli_role_swap",
+    "spell_number",
+    "supported_sources",
+    "synonym_swap",
+    "unit_swap",
+]
