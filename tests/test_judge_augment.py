@@ -122,3 +122,15 @@ def test_a_record_written_before_the_judges_modules_were_renamed_still_loads(tmp
     path.write_bytes(blob)
     loaded = fd._load_record(path)
     assert isinstance(loaded, _candidates.Candidate) and loaded.text == "Text."
+
+
+def test_training_refuses_a_share_or_count_of_pairs_it_cannot_take(capsys) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from training import train
+
+    for flag, value in (("--mix-keep", "1.5"), ("--mix-keep", "0"), ("--minimal-pairs", "-3")):
+        with pytest.raises(SystemExit) as exit_info:
+            train.main(["--snli", "unused", "--stages", "3", flag, value])
+        assert exit_info.value.code == 2
+        assert flag in capsys.readouterr().err

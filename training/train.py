@@ -500,6 +500,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=None, help="stop each stage early (smoke tests)")
     p.add_argument("--resume", action="store_true", help="continue a stage from its checkpoint")
     args = p.parse_args(argv)
+    if args.minimal_pairs < 0:
+        p.error(f"--minimal-pairs must be 0 or more, not {args.minimal_pairs}")
+    if not 0.0 < args.mix_keep <= 1.0:
+        p.error(f"--mix-keep is the share of the usual pairs kept: above 0 and at most 1, not {args.mix_keep}")
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -637,7 +641,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # A short pass on top of trained weights: a share of the usual mix guards against
                 # forgetting while the minimal pairs below carry what the pass is for.
                 pairs = rng.sample(pairs, round(len(pairs) * args.mix_keep))
-            pairs += contrastive.minimal_pairs(sources, rng, args.minimal_pairs)
+            if args.minimal_pairs:
+                pairs += contrastive.minimal_pairs(sources, rng, args.minimal_pairs)
             examples = [Example(p.claim, p.evidence, p.label, p.kind) for p in pairs]
             record: dict[str, Any] = {
                 "pass": n,
