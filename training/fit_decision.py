@@ -45,9 +45,12 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from training.datasets import Part
 
 LABEL_OF_GOLD = {"supported": 0, "contradicted": 1, "not_found": 2, "not_supported": 2}
 """Gold labels as classifier classes (``decision.LABELS`` order); binary sets' not_supported is not_found."""
@@ -420,6 +423,48 @@ def _load_record(path: Path) -> Any:
         return _RecordUnpickler(f).load()
 
 
+def weights_digest(model: Path) -> str:
+    """The first 12 hex digits of the sha256 of ``model``'s weights: what the records are cached by."""
+    return hashlib.sha256((model / "model.safetensors").read_bytes()).hexdigest()[:12]
+
+
+def recorded_rows(
+    judge: Any,
+    data: Path,
+    part: Part,
+    cache: Path,
+    digest: str,
+    *,
+    synthetic: bool = True,
+    limit: int | None = None,
+) -> list[Row]:
+    """The feature rows of every task of ``part`` (``training.datasets.bench_tasks``, and the edited
+    pairs unless ``synthetic`` is false), each set's scored requests recorded once per weights
+    (``digest``) in ``cache`` and read from there afterwards."""
+    from training import datasets as ds
+
+    t0 = time.time()
+    cache.mkdir(parents=True, exist_ok=True)
+    tasks: dict[str, list[Any]] = dict(ds.bench_tasks(data, part))
+    if synthetic:
+        tasks["synthetic"] = synthetic_tasks(data, part)
+    if limit:
+        tasks = {k: v[:limit] for k, v in tasks.items()}
+    recorded: dict[str, list[Any]] = {}
+    for name, items in tasks.items():
+        path = cache / f"{part}_{name}_{digest}_{limit or 'all'}.pkl"
+        if path.is_file():
+            # The tasks are kept with their records: the edited pairs depend on the code that
+            # made them, and a record is read with the tasks it was made from.
+            tasks[name], scored = _load_record(path)
+            recorded[name] = restated(judge, scored)
+        else:
+            recorded[name] = record(judge, items)
+            path.write_bytes(pickle.dumps((items, recorded[name])))
+    print(f"{part}: { ({k: len(v) for k, v in tasks.items()}) } recorded ({time.time() - t0:.0f} s)")
+    return rows_of(recorded, tasks)
+
+
 def as_read(rows: Sequence[Row], rounds: int) -> list[Row]:
     """The rows as the judge reads with ``rounds`` (``LocalJudgeConfig.rounds``): with one round the
     first round's view is all there is, so the thresholds are chosen and the classifier is fitted
@@ -451,36 +496,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(root))
     from guardrail.judges.local import LocalJudge, LocalJudgeConfig
-    from training import datasets as ds
 
     config = LocalJudgeConfig() if args.rounds is None else LocalJudgeConfig(rounds=args.rounds)
     judge = LocalJudge(model_path=args.model, config=config)
-    weights = (args.model / "model.safetensors").read_bytes()
-    digest = hashlib.sha256(weights).hexdigest()[:12]
-    args.cache.mkdir(parents=True, exist_ok=True)
-    recorded: dict[str, dict[str, list[Any]]] = {}
-    tasks: dict[str, dict[str, list[Any]]] = {}
-    t0 = time.time()
-    for part in ("fit", "tune"):
-        tasks[part] = dict(ds.bench_tasks(args.data, part))
-        if args.synthetic:
-            tasks[part]["synthetic"] = synthetic_tasks(args.data, part)
-        if args.limit:
-            tasks[part] = {k: v[: args.limit] for k, v in tasks[part].items()}
-        recorded[part] = {}
-        for name, items in tasks[part].items():
-            cache = args.cache / f"{part}_{name}_{digest}_{args.limit or 'all'}.pkl"
-            if cache.is_file():
-                # The tasks are kept with their records: the edited pairs depend on the code that
-                # made them, and a record is read with the tasks it was made from.
-                tasks[part][name], scored = _load_record(cache)
-                recorded[part][name] = restated(judge, scored)
-            else:
-                recorded[part][name] = record(judge, items)
-                cache.write_bytes(pickle.dumps((items, recorded[part][name])))
-        print(f"{part}: { ({k: len(v) for k, v in tasks[part].items()}) } recorded ({time.time() - t0:.0f} s)")
-    fit_rows = rows_of(recorded["fit"], tasks["fit"])
-    tune_rows = rows_of(recorded["tune"], tasks["tune"])
+    digest = weights_digest(args.model)
+    fit_rows = recorded_rows(judge, args.data, "fit", args.cache, digest, synthetic=args.synthetic, limit=args.limit)
+    tune_rows = recorded_rows(judge, args.data, "tune", args.cache, digest, synthetic=args.synthetic, limit=args.limit)
     rows = as_read(fit_rows + tune_rows, config.rounds)
     results = []
     for c in [float(x) for x in args.c_grid.split(",")]:
