@@ -7,26 +7,17 @@ killed is what ``bench/mutation_check.py`` itself runs (too slow for the suite: 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.bench_scripts import load_bench
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load() -> object:
-    spec = importlib.util.spec_from_file_location("mutation_check", ROOT / "bench" / "mutation_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("mutation_check", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-CHECK = _load()
+CHECK = load_bench("mutation_check")
 MUTATIONS = CHECK.MUTATIONS  # type: ignore[attr-defined]
 
 
