@@ -88,6 +88,54 @@ def test_minimal_pairs_change_only_who_did_what_or_which_way_it_moved() -> None:
     assert up == down and flipped.label == contrastive.CON
 
 
+def test_denial_pairs_read_one_negation_three_ways() -> None:
+    from training import contrastive
+
+    sources = [
+        contrastive.Source(
+            f"{film} was directed by {maker}.",
+            f"{film} is a drama film that was directed by {maker} in {year}.",
+            film,
+            "test",
+            [f"{film} starred {star}.", f"{star} was born in Ohio."],
+        )
+        for film, maker, star, year in [
+            ("Titanic", "James Cameron", "Kate Winslet", 1997),
+            ("Jaws", "Steven Spielberg", "Roy Scheider", 1975),
+            ("Heat", "Michael Mann", "Al Pacino", 1995),
+            ("Alien", "Ridley Scott", "Sigourney Weaver", 1979),
+        ]
+    ]
+    # Evidence that already denies something is left out: negating it again would say the opposite.
+    sources.append(
+        contrastive.Source(
+            "Cats was directed by Tom Hooper.",
+            "Cats was not a success, though it was directed by Tom Hooper in 2019.",
+            "Cats",
+            "test",
+            ["Cats starred Judi Dench."],
+        )
+    )
+    pairs = contrastive.denial_pairs(sources, random.Random(0), 9)
+    by_kind: dict[str, list[contrastive.Pair]] = {}
+    for pair in pairs:
+        by_kind.setdefault(pair.kind, []).append(pair)
+    # Equal thirds, each with the label its kind promises.
+    assert {k: len(v) for k, v in by_kind.items()} == {"denial": 3, "denial_of_another": 3, "denial_confirmed": 3}
+    expected = {"denial": contrastive.CON, "denial_of_another": contrastive.NEU, "denial_confirmed": contrastive.ENT}
+    for pair in pairs:
+        assert checks.negation_count(pair.claim) == 1, pair  # every claim denies one thing
+        assert pair.label == expected[pair.kind], pair
+        evidence_denies = checks.negation_count(pair.evidence) == 1
+        assert evidence_denies == (pair.kind == "denial_confirmed"), pair
+        # Another name in the place of the claim's: what is denied is not what the evidence says.
+        names_kept = checks.missing_entities(pair.claim, pair.evidence) == []
+        assert names_kept == (pair.kind != "denial_of_another"), pair
+    assert contrastive.denial_pairs(sources, random.Random(0), 0) == []
+    everything = contrastive.denial_pairs(sources, random.Random(0), 100)
+    assert len(everything) == 12 and not any("Cats" in p.claim for p in everything)
+
+
 def test_fitting_for_one_round_reads_the_first_round_alone() -> None:
     import numpy as np
 
@@ -129,7 +177,12 @@ def test_training_refuses_a_share_or_count_of_pairs_it_cannot_take(capsys) -> No
 
     from training import train
 
-    for flag, value in (("--mix-keep", "1.5"), ("--mix-keep", "0"), ("--minimal-pairs", "-3")):
+    for flag, value in (
+        ("--mix-keep", "1.5"),
+        ("--mix-keep", "0"),
+        ("--minimal-pairs", "-3"),
+        ("--denial-pairs", "-1"),
+    ):
         with pytest.raises(SystemExit) as exit_info:
             train.main(["--snli", "unused", "--stages", "3", flag, value])
         assert exit_info.value.code == 2

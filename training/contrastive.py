@@ -1194,6 +1194,43 @@ def minimal_pairs(sources: Sequence[Source], rng: random.Random, n: int) -> list
     return role_pairs(names, rng, n // 2) + direction_pairs(rng, n - n // 2)
 
 
+def denial_pairs(sources: Sequence[Source], rng: random.Random, n: int) -> list[Pair]:
+    """Up to ``n`` pairs whose claim denies something, made from supported sources (the claim and
+    the evidence it is entailed by), in equal thirds where each applies:
+
+    * ``denial``: the claim negated against its evidence -> contradiction;
+    * ``denial_of_another``: the claim with another name of the page in one of its names' places,
+      negated ("Titanic was not directed by Steven Spielberg." against "... directed by James
+      Cameron") -> neutral: the evidence does not state it, and it is no contradiction;
+    * ``denial_confirmed``: the claim negated against its evidence negated -> entailment.
+
+    Measured on the v3 model: it reads nearly every denial as contradicted by its negation word
+    alone (18 of 20 true denials of the eval part of FEVER-Symmetric); these pairs make the same
+    negation read three ways, so only what the evidence says can decide."""
+    if not _GLOBAL_POOL:
+        _GLOBAL_POOL[:] = sorted({m for src in sources for m in checks.entities(src.evidence) if len(m.split()) <= 3})
+    kinds: dict[str, list[Pair]] = {"denial": [], "denial_of_another": [], "denial_confirmed": []}
+    for src in rng.sample(list(sources), len(sources)):
+        if min(len(v) for v in kinds.values()) * 3 >= n:
+            break
+        denied = augment.negate(src.claim, rng)
+        if denied is None or checks.negation_count(src.claim) or checks.negation_count(src.evidence):
+            continue
+        kinds["denial"].append(Pair(denied, _premise(src, src.evidence, rng, False), CON, "denial"))
+        swapped = _contradiction("entity", src, rng)
+        other = augment.negate(swapped[0], rng) if swapped else None
+        if other is not None:
+            kinds["denial_of_another"].append(
+                Pair(other, _premise(src, src.evidence, rng, False), NEU, "denial_of_another")
+            )
+        evidence = negate_evidence(src.evidence, src.claim, rng)
+        if evidence is not None:
+            kinds["denial_confirmed"].append(Pair(denied, _premise(src, evidence, rng, False), ENT, "denial_confirmed"))
+    third = min(len(v) for v in kinds.values())
+    third = min(third, n // 3)
+    return [pair for pairs in kinds.values() for pair in pairs[:third]]
+
+
 __all__ = [
     "CON",
     "ENT",
@@ -1204,6 +1241,7 @@ __all__ = [
     "aim_sentence",
     "claim_from_sentence",
     "counts",
+    "denial_pairs",
     "direction_flip",
     "direction_pairs",
     "finding_sentence",

@@ -18,8 +18,9 @@ supported pairs (names, numbers, dates, units, direction words, roles, negations
 paraphrases, pronoun subjects under the page's topic -> entailment; aims, added clauses, dropped
 details, another page's topic, same-page look-alikes -> neutral), the labelled pairs with their
 page's topic, FEVER's not_entailment pairs (trained as "not entailment") and SNLI; with
-``--minimal-pairs N``, role and direction minimal pairs too (``--mix-keep`` then keeps a share of
-the rest; tried on v3 and not shipped: README, "The embedded judge"). Each pass saves
+``--minimal-pairs N``, role and direction minimal pairs too, and with ``--denial-pairs N`` claims
+that deny something read three ways (``contrastive.denial_pairs``) (``--mix-keep`` then keeps a
+share of the rest; both tried on v3: README, "The embedded judge"). Each pass saves
 its model (``<out>/pass<n>``), so ``--resume`` skips finished passes and picks the current one up at
 its last checkpoint (written every ``--ckpt-every`` steps, about 4 minutes on 2 cores). Stages 1
 and 2 made the v1 and v2 weights (``--stages 1,2``; about an hour on 2 CPU cores). Seeds are fixed
@@ -477,6 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--edits-per-source", type=int, default=2, help="contradiction edits per supported source")
     p.add_argument("--snli-keep", type=int, default=16_000, help="stage 3: SNLI pairs kept against forgetting")
     p.add_argument("--minimal-pairs", type=int, default=0, help="stage 3: role and direction minimal pairs per pass")
+    p.add_argument("--denial-pairs", type=int, default=0, help="stage 3: pairs whose claim denies something, per pass")
     p.add_argument("--mix-keep", type=float, default=1.0, help="stage 3: share of the usual pairs kept per pass")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
@@ -500,8 +502,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=None, help="stop each stage early (smoke tests)")
     p.add_argument("--resume", action="store_true", help="continue a stage from its checkpoint")
     args = p.parse_args(argv)
-    if args.minimal_pairs < 0:
-        p.error(f"--minimal-pairs must be 0 or more, not {args.minimal_pairs}")
+    for flag in ("minimal_pairs", "denial_pairs"):
+        if getattr(args, flag) < 0:
+            p.error(f"--{flag.replace('_', '-')} must be 0 or more, not {getattr(args, flag)}")
     if not 0.0 < args.mix_keep <= 1.0:
         p.error(f"--mix-keep is the share of the usual pairs kept: above 0 and at most 1, not {args.mix_keep}")
 
@@ -643,6 +646,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pairs = rng.sample(pairs, round(len(pairs) * args.mix_keep))
             if args.minimal_pairs:
                 pairs += contrastive.minimal_pairs(sources, rng, args.minimal_pairs)
+            if args.denial_pairs:
+                pairs += contrastive.denial_pairs(sources, rng, args.denial_pairs)
             examples = [Example(p.claim, p.evidence, p.label, p.kind) for p in pairs]
             record: dict[str, Any] = {
                 "pass": n,
