@@ -92,10 +92,9 @@ def best_balanced_accuracy(score: Sequence[float], positive: Sequence[bool]) -> 
     return round(best, 4)
 
 
-def _boosted(train: Sequence[Any], rows: Sequence[Any]) -> np.ndarray:
-    """P(supported), P(contradicted), P(not_found) of ``rows`` (both rounds read) from a
-    gradient-boosted classifier fitted on ``train`` as ``training.fit_decision`` fits its logistic
-    one (both views, the same weights)."""
+def _boosted(train: Sequence[Any]) -> Any:
+    """A gradient-boosted classifier (P(supported), P(contradicted), P(not_found)) fitted on
+    ``train`` as ``training.fit_decision`` fits its logistic one (both views, the same weights)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     from training import fit_decision as fd
@@ -103,10 +102,9 @@ def _boosted(train: Sequence[Any], rows: Sequence[Any]) -> np.ndarray:
     x = np.vstack([np.vstack([r.first for r in train]), np.vstack([r.full for r in train])])
     y = np.asarray([r.gold for r in train] * 2)
     w = np.concatenate([fd._weights(train)] * 2)
-    model = HistGradientBoostingClassifier(
+    return HistGradientBoostingClassifier(
         max_iter=300, learning_rate=0.03, max_depth=3, min_samples_leaf=60, random_state=0
     ).fit(x, y, sample_weight=w)
-    return np.asarray(model.predict_proba(np.vstack([r.full for r in rows])))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -150,17 +148,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows,
         decision.conflict_threshold,
     )
+    boosted = _boosted(train)
     scores = {
         "model": np.asarray([r.full[REQUEST_FEATURES.index("max_con")] for r in rows]),
         "decision": runtime[:, 1],
-        "boosted": _boosted(train, rows)[:, 1],
+        "boosted": boosted.predict_proba(np.vstack([r.full for r in rows]))[:, 1],
     }
     supported = np.asarray([r.gold == 0 for r in wice])
     wice_full = np.vstack([r.full for r in wice])
     wice_scores = {
         "model": wice_full[:, REQUEST_FEATURES.index("max_ent")],
         "decision": decision.probabilities(wice_full)[:, 0],
-        "boosted": _boosted(train, wice)[:, 0],
+        "boosted": boosted.predict_proba(wice_full)[:, 0],
     }
     positive = np.asarray([r.gold == 1 for r in rows])
     sets = np.asarray([r.dataset for r in rows])

@@ -693,6 +693,12 @@ _GLOBAL_POOL: list[str] = []
 """Names of every source's evidence (set by :func:`generate`): swaps for a page that names too few."""
 
 
+def _set_name_pool(sources: Sequence[Source]) -> None:
+    """Every short name the sources' evidence holds, for the sources whose own page names too few
+    (:func:`_pool`)."""
+    _GLOBAL_POOL[:] = sorted({n for src in sources for n in checks.entities(src.evidence) if len(n.split()) <= 3})
+
+
 def _pool(src: Source, rng: random.Random | None = None) -> list[str]:
     names = list(dict.fromkeys(n for s in src.page for n in checks.entities(s)))
     if len(names) < 6 and _GLOBAL_POOL and rng is not None:
@@ -867,7 +873,7 @@ def pairs_for(
 def generate(sources: Sequence[Source], rng: random.Random, per_source: int = 2) -> list[Pair]:
     """Every source's pairs (:func:`pairs_for`), in a seeded order."""
     common = frozenset(w for src in sources for w in re.findall(r"\b[a-z]+\b", src.evidence))
-    _GLOBAL_POOL[:] = sorted({n for src in sources for n in checks.entities(src.evidence) if len(n.split()) <= 3})
+    _set_name_pool(sources)
     out: list[Pair] = []
     for src in sources:
         out.extend(pairs_for(src, rng, sources, per_source, common))
@@ -1207,14 +1213,15 @@ def denial_pairs(sources: Sequence[Source], rng: random.Random, n: int) -> list[
     Measured on the v3 model: it reads nearly every denial as contradicted by its negation word
     alone (18 of 20 true denials of the eval part of FEVER-Symmetric); these pairs make the same
     negation read three ways, so only what the evidence says can decide."""
-    if not _GLOBAL_POOL:
-        _GLOBAL_POOL[:] = sorted({m for src in sources for m in checks.entities(src.evidence) if len(m.split()) <= 3})
+    _set_name_pool(sources)
     kinds: dict[str, list[Pair]] = {"denial": [], "denial_of_another": [], "denial_confirmed": []}
     for src in rng.sample(list(sources), len(sources)):
         if min(len(v) for v in kinds.values()) * 3 >= n:
             break
+        if checks.negation_count(src.claim) or checks.negation_count(src.evidence):
+            continue  # negating a denial would affirm it; evidence that denies is read otherwise
         denied = augment.negate(src.claim, rng)
-        if denied is None or checks.negation_count(src.claim) or checks.negation_count(src.evidence):
+        if denied is None:
             continue
         kinds["denial"].append(Pair(denied, _premise(src, src.evidence, rng, False), CON, "denial"))
         swapped = _contradiction("entity", src, rng)
@@ -1226,8 +1233,7 @@ def denial_pairs(sources: Sequence[Source], rng: random.Random, n: int) -> list[
         evidence = negate_evidence(src.evidence, src.claim, rng)
         if evidence is not None:
             kinds["denial_confirmed"].append(Pair(denied, _premise(src, evidence, rng, False), ENT, "denial_confirmed"))
-    third = min(len(v) for v in kinds.values())
-    third = min(third, n // 3)
+    third = min(n // 3, *(len(v) for v in kinds.values()))
     return [pair for pairs in kinds.values() for pair in pairs[:third]]
 
 
