@@ -642,7 +642,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pairs += contrastive.snli_pairs(args.snli / "snli_1.0_train_subset.jsonl", args.snli_keep, rng)
             if args.mix_keep < 1.0:
                 # A short pass on top of trained weights: a share of the usual mix guards against
-                # forgetting while the minimal pairs below carry what the pass is for.
+                # forgetting while the minimal or denial pairs below carry what the pass is for.
                 pairs = rng.sample(pairs, round(len(pairs) * args.mix_keep))
             if args.minimal_pairs:
                 pairs += contrastive.minimal_pairs(sources, rng, args.minimal_pairs)
