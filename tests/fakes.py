@@ -21,19 +21,23 @@ from guardrail.testing import HashEmbedder, OverlapJudge, StaticFetcher
 
 class SlowCpuJudge(OverlapJudge):
     """The overlap judge as an in-process one (``cpu_bound``): each call takes ``delay`` seconds of a
-    worker thread, as the embedded model does; ``finished`` counts the calls that ran to their end."""
+    worker thread, as the embedded model does. ``started`` counts the calls whose worker began and
+    ``finished`` those that ran to their end: a call cancelled before a pool thread took it up never
+    starts, so it is in ``calls`` but in neither count."""
 
     cpu_bound = True
 
     def __init__(self, delay: float) -> None:
         super().__init__()
         self.delay = delay
+        self.started = 0
         self.finished = 0
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         self.calls.append(list(requests))
 
         def work() -> list[JudgeVerdict]:
+            self.started += 1
             time.sleep(self.delay)
             self.finished += 1
             return [self.decide(r) for r in requests]
