@@ -182,8 +182,77 @@ def test_training_refuses_a_share_or_count_of_pairs_it_cannot_take(capsys) -> No
         ("--mix-keep", "0"),
         ("--minimal-pairs", "-3"),
         ("--denial-pairs", "-1"),
+        ("--distil-replay", "-0.5"),
     ):
         with pytest.raises(SystemExit) as exit_info:
             train.main(["--snli", "unused", "--stages", "3", flag, value])
         assert exit_info.value.code == 2
         assert flag in capsys.readouterr().err
+
+
+def _tiny_classifier(seed: int, favour: int | None = None):  # type: ignore[no-untyped-def]
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    config.num_labels = 3
+    model = BertForSequenceClassification(config)
+    if favour is not None:  # a teacher whose reading is plain: this class, whatever the pair
+        with torch.no_grad():
+            model.classifier.weight.zero_()
+            model.classifier.bias.copy_(torch.tensor([0.0, 0.0, 0.0]).index_fill(0, torch.tensor(favour), 4.0))
+    return model
+
+
+def test_distilled_replay_keeps_the_teachers_reading_not_the_labels(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+    import torch
+    from transformers import AutoTokenizer
+
+    from guardrail.judges.local import MODEL_DIR
+    from training import train
+
+    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+    teacher = _tiny_classifier(1, favour=train.LABEL_ID["neutral"]).eval()
+    entail = train.LABEL_ID["entailment"]
+    examples = [train.Example(f"Claim {i}.", f"Evidence sentence {i}.", entail, "mix") for i in range(16)]
+    options = {"epochs": 30, "lr": 5e-3, "batch_size": 8, "max_len": 32, "max_tokens": 4096, "seed": 3}
+
+    def trained(soft: list[bool] | None) -> torch.Tensor:
+        model = _tiny_classifier(2)
+        train.train_stage(
+            name="t",
+            model=model,
+            tokenizer=tokenizer,
+            examples=examples,
+            out=tmp_path,
+            ckpt_every=10_000,
+            resume=False,
+            teacher=teacher,
+            soft=soft,
+            soft_weight=1.0,
+            **options,  # type: ignore[arg-type]
+        )
+        enc = tokenizer([e.evidence for e in examples], [e.claim for e in examples], return_tensors="pt", padding=True)
+        with torch.no_grad():
+            return torch.softmax(model(**enc).logits, dim=-1).mean(0)
+
+    labelled = trained(None)
+    distilled = trained([True] * len(examples))
+    assert labelled.argmax() == entail  # the labels win without the flags
+    assert distilled[train.LABEL_ID["neutral"]] > 0.8  # the teacher's reading (0.96) wins with them
+    with pytest.raises(ValueError, match="teacher"):
+        train.train_stage(
+            name="u",
+            model=_tiny_classifier(2),
+            tokenizer=tokenizer,
+            examples=examples,
+            out=tmp_path,
+            ckpt_every=10_000,
+            resume=False,
+            soft=[True] * len(examples),
+            **options,  # type: ignore[arg-type]
+        )

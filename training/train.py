@@ -20,7 +20,8 @@ details, another page's topic, same-page look-alikes -> neutral), the labelled p
 page's topic, FEVER's not_entailment pairs (trained as "not entailment") and SNLI; with
 ``--minimal-pairs N``, role and direction minimal pairs too, and with ``--denial-pairs N`` claims
 that deny something read three ways (``contrastive.denial_pairs``) (``--mix-keep`` then keeps a
-share of the rest; both tried on v3: README, "The embedded judge"). Each pass saves
+share of the rest, and ``--distil-replay W`` trains that share towards the starting model's own
+probabilities instead of its labels; all tried on v3: README, "The embedded judge"). Each pass saves
 its model (``<out>/pass<n>``), so ``--resume`` skips finished passes and picks the current one up at
 its last checkpoint (written every ``--ckpt-every`` steps, about 4 minutes on 2 cores). Stages 1
 and 2 made the v1 and v2 weights (``--stages 1,2``; about an hour on 2 CPU cores). Seeds are fixed
@@ -309,6 +310,29 @@ def pair_loss(logits: Any, labels: Any) -> Any:
     return total / max(1, int(labels.numel()))
 
 
+def _hard_loss(logits: Any, labels: Any) -> Any:
+    """:func:`pair_loss` over the rows whose label is not -2 (the soft ones), still divided by the
+    whole batch's size."""
+    keep = labels != -2
+    if not bool(keep.any()):
+        return logits.new_zeros(())
+    return pair_loss(logits[keep], labels[keep]) * int(keep.sum()) / max(1, int(labels.numel()))
+
+
+def distil_loss(logits: Any, teacher_logits: Any, soft: Any) -> Any:
+    """Sum over the rows flagged in ``soft`` of KL(teacher || student): those rows keep the
+    starting model's reading (its whole distribution, not only its argmax), divided by the batch
+    size like :func:`pair_loss` so the two add up to one mean over the batch."""
+    import torch
+
+    if not bool(soft.any()):
+        return logits.new_zeros(())
+    student = torch.log_softmax(logits[soft].float(), dim=-1)
+    teacher = torch.log_softmax(teacher_logits[soft].float(), dim=-1)
+    kl = torch.nn.functional.kl_div(student, teacher, log_target=True, reduction="sum")
+    return kl / max(1, int(soft.numel()))
+
+
 def train_stage(
     *,
     name: str,
@@ -325,9 +349,14 @@ def train_stage(
     ckpt_every: int,
     resume: bool,
     max_steps: int | None = None,
+    teacher: Any = None,
+    soft: Sequence[bool] | None = None,
+    soft_weight: float = 1.0,
 ) -> int:
     """Fine-tune ``model`` in place on ``examples`` with AdamW and linear warm-up/decay; returns
-    the number of optimizer steps of the stage."""
+    the number of optimizer steps of the stage. With a frozen ``teacher``, the examples flagged in
+    ``soft`` are trained towards the teacher's probabilities (``soft_weight`` x KL) instead of
+    their labels: replay that keeps the starting model's reading of them."""
     import torch
     from transformers import get_linear_schedule_with_warmup
 
@@ -371,6 +400,11 @@ def train_stage(
     t0 = time.time()
     running = 0.0
     labels_all = torch.tensor([e.label for e in examples])
+    soft_all = torch.tensor(list(soft) if soft is not None else [False] * len(examples), dtype=torch.bool)
+    if len(soft_all) != len(examples):
+        raise ValueError(f"soft flags {len(soft_all)} examples, not {len(examples)}")
+    if bool(soft_all.any()) and teacher is None:
+        raise ValueError("examples flagged soft need a teacher")
     for step in range(start, total):
         _, batch = steps[step]
         width = max(lengths[i] for i in batch)
@@ -383,7 +417,14 @@ def train_stage(
             token_types[row, :n] = torch.tensor(types[i])
             mask[row, :n] = 1
         logits = model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
-        loss = pair_loss(logits, labels_all[batch])
+        flags = soft_all[batch]
+        if bool(flags.any()):
+            with torch.no_grad():
+                taught = teacher(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
+            hard = labels_all[batch].masked_fill(flags, -2)
+            loss = _hard_loss(logits, hard) + soft_weight * distil_loss(logits, taught, flags)
+        else:
+            loss = pair_loss(logits, labels_all[batch])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -480,6 +521,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--minimal-pairs", type=int, default=0, help="stage 3: role and direction minimal pairs per pass")
     p.add_argument("--denial-pairs", type=int, default=0, help="stage 3: pairs whose claim denies something, per pass")
     p.add_argument("--mix-keep", type=float, default=1.0, help="stage 3: share of the usual pairs kept per pass")
+    p.add_argument(
+        "--distil-replay",
+        type=float,
+        default=0.0,
+        help="stage 3: KL weight pulling the usual pairs to the starting model's probabilities (0: their labels)",
+    )
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--snli-pairs", type=int, default=64_000)
@@ -505,6 +552,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for flag in ("minimal_pairs", "denial_pairs"):
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more, not {getattr(args, flag)}")
+    if args.distil_replay < 0:
+        p.error(f"--distil-replay is a loss weight: 0 or more, not {args.distil_replay}")
     if not 0.0 < args.mix_keep <= 1.0:
         p.error(f"--mix-keep is the share of the usual pairs kept: above 0 and at most 1, not {args.mix_keep}")
 
@@ -644,11 +693,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # A short pass on top of trained weights: a share of the usual mix guards against
                 # forgetting while the minimal or denial pairs below carry what the pass is for.
                 pairs = rng.sample(pairs, round(len(pairs) * args.mix_keep))
+            replayed = len(pairs)  # the usual mix; what follows is what the pass is for
             if args.minimal_pairs:
                 pairs += contrastive.minimal_pairs(sources, rng, args.minimal_pairs)
             if args.denial_pairs:
                 pairs += contrastive.denial_pairs(sources, rng, args.denial_pairs)
             examples = [Example(p.claim, p.evidence, p.label, p.kind) for p in pairs]
+            teacher = None
+            soft: list[bool] | None = None
+            if args.distil_replay > 0:
+                # The usual mix keeps the starting model's whole reading (learning without forgetting):
+                # replaying its hard labels did not keep WiCE support in earlier passes.
+                teacher = AutoModelForSequenceClassification.from_pretrained(source_dir, dtype=torch.float32).eval()
+                soft = [i < replayed for i in range(len(examples))]
             record: dict[str, Any] = {
                 "pass": n,
                 "from": str(source_dir),
@@ -659,6 +716,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "mix": contrastive.counts(pairs),
                 "labels": dict(Counter(LABELS[p.label] if p.label >= 0 else "not_entailment" for p in pairs)),
                 "pairs": len(pairs),
+                "distilled_pairs": replayed if args.distil_replay > 0 else 0,
+                "distil_weight": args.distil_replay,
                 "data_seconds": round(time.time() - t_data, 1),
             }
             log.info(
@@ -680,6 +739,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ckpt_every=args.ckpt_every,
                 resume=args.resume,
                 max_steps=args.max_steps,
+                teacher=teacher,
+                soft=soft,
+                soft_weight=args.distil_replay,
             )
             record["seconds"] = round(time.time() - t3)
             tune = pair_examples(args.data, "tune", contra_copies=1)
