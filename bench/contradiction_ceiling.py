@@ -2,7 +2,7 @@
 recall of every threshold on three scores, on the held-out eval part, against the issue's targets.
 
     python bench/contradiction_ceiling.py [--model guardrail/judges/model] [--data ../shared/data]
-                                          [--cache artifacts/fit]
+                                          [--cache artifacts/fit] [--against OTHER_MODEL]
 
 The target (issue 21) is ``contradicted`` precision >= 0.85 with recall >= 0.30 on Climate-FEVER
 and FEVER-Symmetric together. Each eval claim goes through the verifier as the accuracy bench runs
@@ -21,7 +21,11 @@ For each, every threshold is tried on the eval part itself (so the figures are a
 estimate): the best precision at recall >= 0.30, the best recall at precision >= 0.85, and the
 average precision, pooled and per set. The word-overlap rule never says ``contradicted`` (recall 0).
 The same for WiCE's ``supported`` (best balanced accuracy over every threshold; target 0.72) on the
-model's highest entailment, the classifier's P(supported) and the boosted one's.
+model's highest entailment, the classifier's P(supported) and the boosted one's; and at the
+decision's own threshold, with a 95 % bootstrap interval over the claims (140 WiCE claims: about
++-0.075). ``--against OTHER_MODEL`` compares two weights, each with its fitted decision, on the
+same claims: the differences with paired bootstrap intervals (``--draws``, default 2000), so that
+a change between close variants is told from noise.
 Written to ``bench/results/contradiction_ceiling.json`` and ``.md``. Skips with a message when the
 data folder is absent.
 """
@@ -33,7 +37,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +52,10 @@ SETS = ("climate_fever", "fever_symmetric")
 
 
 def curve_figures(
-    score: Sequence[float], positive: Sequence[bool], precision: float = TARGET_PRECISION, recall: float = TARGET_RECALL
+    score: Sequence[float] | np.ndarray,
+    positive: Sequence[bool] | np.ndarray,
+    precision: float = TARGET_PRECISION,
+    recall: float = TARGET_RECALL,
 ) -> dict[str, Any]:
     """Over every threshold on ``score`` (flagging the items scoring at or above it): the best
     precision among thresholds reaching ``recall``, the best recall among those reaching
@@ -78,7 +85,7 @@ def curve_figures(
     }
 
 
-def best_balanced_accuracy(score: Sequence[float], positive: Sequence[bool]) -> float:
+def best_balanced_accuracy(score: Sequence[float] | np.ndarray, positive: Sequence[bool] | np.ndarray) -> float:
     """The best balanced accuracy of "positive when the score is at or above a threshold" over
     every threshold (and none flagged)."""
     s = np.asarray(score, dtype=np.float64)
@@ -90,6 +97,79 @@ def best_balanced_accuracy(score: Sequence[float], positive: Sequence[bool]) -> 
         flagged = s >= t
         best = max(best, (float(flagged[y].mean()) + float((~flagged[~y]).mean())) / 2)
     return round(best, 4)
+
+
+def balanced_accuracy(flagged: Sequence[bool] | np.ndarray, positive: Sequence[bool] | np.ndarray) -> float:
+    """Mean of the recall of positives and of negatives (0.5 where a draw lacks one class)."""
+    f = np.asarray(flagged, dtype=bool)
+    y = np.asarray(positive, dtype=bool)
+    if not y.any() or y.all():
+        return 0.5
+    return (float(f[y].mean()) + float((~f[~y]).mean())) / 2
+
+
+def bootstrap_interval(
+    statistic: Callable[[np.ndarray], float], items: int, draws: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of ``statistic(indices)`` over ``draws`` resamplings of
+    ``items`` items with replacement (by claim: a paired comparison passes one statistic that reads
+    both models on the same indices)."""
+    if items < 2 or draws < 1:
+        raise ValueError("a bootstrap needs at least two items and one draw")
+    rng = np.random.default_rng(seed)
+    values = [statistic(rng.integers(0, items, items)) for _ in range(draws)]
+    low, high = np.percentile(values, [2.5, 97.5])
+    return round(float(low), 4), round(float(high), 4)
+
+
+def shipped_readings(judge: Any, model: Path, data: Path, cache: Path) -> dict[str, Any]:
+    """What the decision fitted for ``model`` says on the eval part, at its own thresholds: WiCE
+    claims read supported, and P(contradicted) on Climate-FEVER + FEVER-Symmetric (the full
+    budget's features, without the first-round settling), keyed by claim."""
+    from guardrail.judges._decision import load_decision
+    from training import fit_decision as fd
+
+    decision = load_decision(model, judge.config.rounds)
+    evaluated = fd.recorded_rows(judge, data, "eval", cache, fd.weights_digest(model), synthetic=False)
+    wice = [r for r in evaluated if r.dataset == "wice"]
+    rows = [r for r in evaluated if r.dataset in SETS]
+    return {
+        "keys": [(r.dataset, r.claim, r.gold) for r in wice + rows],
+        "wice_gold": np.asarray([r.gold == 0 for r in wice]),
+        "wice_flagged": decision.probabilities(np.vstack([r.full for r in wice]))[:, 0] >= decision.support_threshold,
+        "gold_contradicted": np.asarray([r.gold == 1 for r in rows]),
+        "contradicted": decision.probabilities(np.vstack([r.full for r in rows]))[:, 1],
+    }
+
+
+def paired_comparison(this: dict[str, Any], other: dict[str, Any], draws: int = 2000) -> dict[str, Any]:
+    """This model's figures minus the other's on the same eval claims, each with a paired 95 %
+    bootstrap interval: WiCE balanced accuracy at each decision's own threshold, and the average
+    precision of each decision's P(contradicted), pooled."""
+    if this["keys"] != other["keys"]:
+        raise ValueError("the two models were recorded on different eval claims: compare the same data")
+    y = this["wice_gold"]
+
+    def wice(i: np.ndarray) -> float:
+        return balanced_accuracy(this["wice_flagged"][i], y[i]) - balanced_accuracy(other["wice_flagged"][i], y[i])
+
+    c = this["gold_contradicted"]
+
+    def precision(i: np.ndarray) -> float:
+        if not c[i].any():
+            return 0.0
+        return float(
+            curve_figures(this["contradicted"][i], c[i])["average_precision"]
+            - curve_figures(other["contradicted"][i], c[i])["average_precision"]
+        )
+
+    return {
+        "wice_balanced_accuracy_difference": round(wice(np.arange(len(y))), 4),
+        "wice_interval_95": bootstrap_interval(wice, len(y), draws),
+        "wice_claims_read_differently": int((this["wice_flagged"] != other["wice_flagged"]).sum()),
+        "contradicted_average_precision_difference": round(precision(np.arange(len(c))), 4),
+        "contradicted_interval_95": bootstrap_interval(precision, len(c), draws),
+    }
 
 
 def _boosted(train: Sequence[Any]) -> Any:
@@ -114,7 +194,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     p.add_argument("--cache", type=Path, default=ROOT / "artifacts" / "fit")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "contradiction_ceiling")
+    p.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="another model folder (with its fitted decision): the differences, with paired 95%% intervals",
+    )
+    p.add_argument("--draws", type=int, default=2000, help="bootstrap resamplings of the eval claims")
     args = p.parse_args(argv)
+    if args.draws < 1:
+        p.error(f"--draws must be at least 1, not {args.draws}")
+    if args.against is not None and not (args.against / "decision.json").is_file():
+        p.error(f"--against {args.against} has no decision.json: fit one (python -m training.fit_decision --model ...)")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     if not (args.data / "climate_fever_dev.jsonl").is_file():
@@ -168,7 +259,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures[name] = {"pooled": curve_figures(score, positive)}
         for s in SETS:
             figures[name][s] = curve_figures(score[sets == s], positive[sets == s])
-    result = {
+    shipped = shipped_readings(judge, args.model, args.data, args.cache)
+    wice_at_threshold: dict[str, Any] = {
+        "balanced_accuracy": round(balanced_accuracy(shipped["wice_flagged"], supported), 4),
+        "interval_95": bootstrap_interval(
+            lambda i: balanced_accuracy(shipped["wice_flagged"][i], supported[i]), len(supported), args.draws
+        ),
+    }
+    against: dict[str, Any] | None = None
+    if args.against is not None:
+        other = shipped_readings(
+            LocalJudge(model_path=args.against, config=config), args.against, args.data, args.cache
+        )
+        against = {"model": str(args.against), **paired_comparison(shipped, other, args.draws)}
+    result: dict[str, Any] = {
         "command": "python bench/contradiction_ceiling.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "weights_sha256_12": digest,
         "target": {"precision": TARGET_PRECISION, "recall": TARGET_RECALL},
@@ -176,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "gold_contradicted": {s: int(positive[sets == s].sum()) for s in SETS},
         "figures": figures,
         "wice_best_balanced_accuracy": {k: best_balanced_accuracy(v, supported) for k, v in wice_scores.items()},
+        "wice_at_the_decisions_threshold": wice_at_threshold,
+        "against": against,
         "seconds": round(time.time() - t0, 1),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -202,7 +308,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "| score | best balanced accuracy |",
         "| --- | --- |",
         *(f"| {k} | {v} |" for k, v in result["wice_best_balanced_accuracy"].items()),
+        "",
+        f"At the decision's own support threshold (full budget, no first-round settling): WiCE balanced"
+        f" accuracy {wice_at_threshold['balanced_accuracy']}, 95 % bootstrap interval over the claims"
+        f" {list(wice_at_threshold['interval_95'])}.",
     ]
+    if against is not None:
+        lines += [
+            "",
+            f"Against `{against['model']}` on the same claims (this minus that, paired 95 % bootstrap intervals):",
+            "",
+            "| figure | difference | interval |",
+            "| --- | --- | --- |",
+            f"| WiCE balanced accuracy at each decision's threshold ({against['wice_claims_read_differently']}"
+            f" claims read differently) | {against['wice_balanced_accuracy_difference']}"
+            f" | {list(against['wice_interval_95'])} |",
+            f"| pooled `contradicted` average precision of each decision | "
+            f"{against['contradicted_average_precision_difference']} | {list(against['contradicted_interval_95'])} |",
+        ]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -52,3 +52,50 @@ def test_bad_input_is_refused() -> None:
         CEILING.curve_figures([0.1, 0.2], [True, False, False])
     with pytest.raises(ValueError, match="both classes"):
         CEILING.best_balanced_accuracy([0.1, 0.2], [True, True])
+
+
+def _readings(flagged: list[bool], contradicted: list[float]) -> dict[str, object]:
+    import numpy as np
+
+    gold = [True, False] * (len(flagged) // 2)
+    return {
+        "keys": [("wice", f"claim {i}", int(not g)) for i, g in enumerate(gold)],
+        "wice_gold": np.asarray(gold),
+        "wice_flagged": np.asarray(flagged),
+        "gold_contradicted": np.asarray(gold),
+        "contradicted": np.asarray(contradicted),
+    }
+
+
+def test_balanced_accuracy_weighs_both_classes_and_a_one_class_draw_is_chance() -> None:
+    assert CEILING.balanced_accuracy([True, True, True, False], [True, True, False, False]) == 0.75
+    assert CEILING.balanced_accuracy([True, False], [True, True]) == 0.5
+
+
+def test_a_bootstrap_interval_is_seeded_and_brackets_the_spread() -> None:
+    import numpy as np
+
+    values = np.arange(100, dtype=float)
+    mean = CEILING.bootstrap_interval(lambda i: float(values[i].mean()), 100, draws=500, seed=1)
+    assert mean == CEILING.bootstrap_interval(lambda i: float(values[i].mean()), 100, draws=500, seed=1)
+    assert mean[0] < 49.5 < mean[1] and mean[1] - mean[0] < 20  # the standard error is about 2.9
+    assert CEILING.bootstrap_interval(lambda i: 7.0, 10, draws=50) == (7.0, 7.0)
+    with pytest.raises(ValueError, match="two items"):
+        CEILING.bootstrap_interval(lambda i: 0.0, 1)
+
+
+def test_a_paired_comparison_tells_a_real_difference_from_none() -> None:
+    perfect = _readings([True, False] * 20, [0.9, 0.1] * 20)
+    # Right on half of each class: balanced accuracy 0.5 against 1.0.
+    worse = _readings([i % 4 < 2 for i in range(40)], [0.9 if i % 4 < 2 else 0.1 for i in range(40)])
+    same = CEILING.paired_comparison(perfect, perfect, draws=200)
+    assert same["wice_balanced_accuracy_difference"] == 0.0 and same["wice_interval_95"] == (0.0, 0.0)
+    assert same["wice_claims_read_differently"] == 0
+    better = CEILING.paired_comparison(perfect, worse, draws=200)
+    assert better["wice_balanced_accuracy_difference"] == 0.5
+    assert better["wice_interval_95"][0] > 0  # told apart from noise
+    assert better["wice_claims_read_differently"] == 20
+    assert better["contradicted_average_precision_difference"] > 0 and better["contradicted_interval_95"][0] > 0
+    other_claims = dict(worse, keys=[("wice", "another claim", 0)] * 40)
+    with pytest.raises(ValueError, match="different eval claims"):
+        CEILING.paired_comparison(perfect, other_claims)
