@@ -310,10 +310,14 @@ def pair_loss(logits: Any, labels: Any) -> Any:
     return total / max(1, int(labels.numel()))
 
 
+SOFT_LABEL = -2
+"""The label a batch row gets while :func:`distil_loss` trains it (``NOT_ENT``, -1, is a real one)."""
+
+
 def _hard_loss(logits: Any, labels: Any) -> Any:
-    """:func:`pair_loss` over the rows whose label is not -2 (the soft ones), still divided by the
+    """:func:`pair_loss` over the rows whose label is not ``SOFT_LABEL``, still divided by the
     whole batch's size."""
-    keep = labels != -2
+    keep = labels != SOFT_LABEL
     if not bool(keep.any()):
         return logits.new_zeros(())
     return pair_loss(logits[keep], labels[keep]) * int(keep.sum()) / max(1, int(labels.numel()))
@@ -421,7 +425,7 @@ def train_stage(
         if bool(flags.any()):
             with torch.no_grad():
                 taught = teacher(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
-            hard = labels_all[batch].masked_fill(flags, -2)
+            hard = labels_all[batch].masked_fill(flags, SOFT_LABEL)
             loss = _hard_loss(logits, hard) + soft_weight * distil_loss(logits, taught, flags)
         else:
             loss = pair_loss(logits, labels_all[batch])
@@ -703,7 +707,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             soft: list[bool] | None = None
             if args.distil_replay > 0:
                 # The usual mix keeps the starting model's whole reading (learning without forgetting):
-                # replaying its hard labels did not keep WiCE support in earlier passes.
+                # replaying its labels lowered cross-validated WiCE in earlier passes.
                 teacher = AutoModelForSequenceClassification.from_pretrained(source_dir, dtype=torch.float32).eval()
                 soft = [i < replayed for i in range(len(examples))]
             record: dict[str, Any] = {
