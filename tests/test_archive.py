@@ -110,10 +110,15 @@ def test_the_archive_failing_leaves_the_dead_link(origin: LoopbackSite, wayback:
     elif failure == "timeout":
         wayback.archive(dead, SUPPORTS)
         wayback.hold = True  # the lookup waits until the test ends; the client gives up first
-    v = verifier(origin, wayback, archive_timeout=0.5).verify(CLAIM, [dead]).citations[0]
+    # Only the held lookup needs a short limit; the others answer at once, and a loaded machine
+    # must not turn them into a timeout before the archive was even asked.
+    limit = 1.0 if failure == "timeout" else 15.0
+    v = verifier(origin, wayback, archive_timeout=limit).verify(CLAIM, [dead]).citations[0]
     assert (v.label, v.kind, v.reason) == (Label.unreachable, VerdictKind.dead_link, "http_404")
     assert v.archived_url is None and v.archived_at is None
-    assert len(wayback.asked) == 1 and wayback.snapshot_hits() == 0
+    # Asked once, never again; a lookup given up on may not have reached the held archive yet.
+    assert len(wayback.asked) == 1 or (failure == "timeout" and not wayback.asked)
+    assert wayback.snapshot_hits() == 0
 
 
 def test_the_snapshot_url_passes_the_ssrf_guard_like_any_other(origin: LoopbackSite, wayback: WaybackSite) -> None:

@@ -117,7 +117,8 @@ async def test_retry_after_is_honoured(llm: FakeLLMServer) -> None:
 
 
 async def test_slow_answer_times_out_and_is_retried(llm: FakeLLMServer) -> None:
-    policy = RetryPolicy(attempts=2, attempt_timeout=0.3, backoff=0.01)
+    # A limit well above a loaded machine's round trip, far below the first answer's minute.
+    policy = RetryPolicy(attempts=2, attempt_timeout=1.0, backoff=0.01)
     # The first answer comes after a minute: only the attempt timeout gets to the second one sooner.
     llm.push(anthropic_verdict("contradicted", QUOTE, delay=60.0), anthropic_verdict("supported", QUOTE))
     [verdict] = await asyncio.wait_for(make_judge(llm, retry=policy).judge([REQUEST]), 30)

@@ -172,7 +172,8 @@ async def test_retry_after_beyond_reason_gives_up_at_once(llm: FakeLLMServer) ->
 
 
 async def test_slow_answer_times_out_and_is_retried(llm: FakeLLMServer) -> None:
-    policy = RetryPolicy(attempts=3, attempt_timeout=0.3, backoff=0.01)
+    # A limit well above a loaded machine's round trip, far below the first answer's minute.
+    policy = RetryPolicy(attempts=3, attempt_timeout=1.0, backoff=0.01)
     # The first answer comes after a minute: only the attempt timeout gets to the second one sooner.
     llm.push(openai_verdict("contradicted", QUOTE, delay=60.0), openai_verdict("supported", QUOTE))
     [verdict] = await asyncio.wait_for(make_judge(llm, retry=policy).judge([REQUEST]), 30)
@@ -181,9 +182,9 @@ async def test_slow_answer_times_out_and_is_retried(llm: FakeLLMServer) -> None:
 
 
 async def test_time_budget_bounds_the_whole_request(llm: FakeLLMServer) -> None:
-    policy = RetryPolicy(attempts=10, attempt_timeout=0.3, budget=0.5, backoff=0.01)
+    policy = RetryPolicy(attempts=10, attempt_timeout=0.6, budget=1.0, backoff=0.01)
     llm.responder = lambda _r: openai_verdict("supported", QUOTE, delay=60.0)
-    # Not one minute-long answer (the wait's bound), nor 10 attempts of 0.3 s (the count).
+    # Not one minute-long answer (the wait's bound), nor 10 attempts of 0.6 s (the count).
     [verdict] = await asyncio.wait_for(make_judge(llm, retry=policy).judge([REQUEST]), 30)
     assert verdict == judge_error()
     assert 1 <= len(llm.received) <= 2
