@@ -94,8 +94,7 @@ def best_balanced_accuracy(score: Sequence[float] | np.ndarray, positive: Sequen
         raise ValueError("balanced accuracy needs as many scores as labels, and both classes")
     best = 0.5
     for t in np.unique(s):
-        flagged = s >= t
-        best = max(best, (float(flagged[y].mean()) + float((~flagged[~y]).mean())) / 2)
+        best = max(best, balanced_accuracy(s >= t, y))
     return round(best, 4)
 
 
@@ -122,15 +121,10 @@ def bootstrap_interval(
     return round(float(low), 4), round(float(high), 4)
 
 
-def shipped_readings(judge: Any, model: Path, data: Path, cache: Path) -> dict[str, Any]:
-    """What the decision fitted for ``model`` says on the eval part, at its own thresholds: WiCE
-    claims read supported, and P(contradicted) on Climate-FEVER + FEVER-Symmetric (the full
-    budget's features, without the first-round settling), keyed by claim."""
-    from guardrail.judges._decision import load_decision
-    from training import fit_decision as fd
-
-    decision = load_decision(model, judge.config.rounds)
-    evaluated = fd.recorded_rows(judge, data, "eval", cache, fd.weights_digest(model), synthetic=False)
+def shipped_readings(evaluated: Sequence[Any], decision: Any) -> dict[str, Any]:
+    """What ``decision`` (fitted for the weights that recorded ``evaluated``, the eval part's rows)
+    says at its own thresholds: WiCE claims read supported, and P(contradicted) on Climate-FEVER +
+    FEVER-Symmetric (the full budget's features, without the first-round settling), keyed by claim."""
     wice = [r for r in evaluated if r.dataset == "wice"]
     rows = [r for r in evaluated if r.dataset in SETS]
     return {
@@ -259,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures[name] = {"pooled": curve_figures(score, positive)}
         for s in SETS:
             figures[name][s] = curve_figures(score[sets == s], positive[sets == s])
-    shipped = shipped_readings(judge, args.model, args.data, args.cache)
+    shipped = shipped_readings(evaluated, decision)
     wice_at_threshold: dict[str, Any] = {
         "balanced_accuracy": round(balanced_accuracy(shipped["wice_flagged"], supported), 4),
         "interval_95": bootstrap_interval(
@@ -268,9 +262,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     against: dict[str, Any] | None = None
     if args.against is not None:
-        other = shipped_readings(
-            LocalJudge(model_path=args.against, config=config), args.against, args.data, args.cache
+        other_judge = LocalJudge(model_path=args.against, config=config)
+        other_rows = fd.recorded_rows(
+            other_judge, args.data, "eval", args.cache, fd.weights_digest(args.against), synthetic=False
         )
+        other = shipped_readings(other_rows, load_decision(args.against, config.rounds))
         against = {"model": str(args.against), **paired_comparison(shipped, other, args.draws)}
     result: dict[str, Any] = {
         "command": "python bench/contradiction_ceiling.py " + " ".join(argv if argv is not None else sys.argv[1:]),
