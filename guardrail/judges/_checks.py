@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 from breame.spelling import get_american_spelling
 
 from guardrail.core.extract.sentences import sentence_spans as core_sentence_spans
-from guardrail.judges._lexicon import are_antonyms
+from guardrail.judges._lexicon import opposites
 
 # -- sentences ---------------------------------------------------------------
 
@@ -565,12 +565,12 @@ def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[s
     ev_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", evidence).lower())}
     # The claim's word need not be missing from the evidence: "at higher altitudes water boils at
     # a higher temperature" against "at higher altitudes ... water boils at a lower temperature".
-    for other in sorted(ev_words - claim_words):
-        for word in sorted(claim_words):
-            if are_antonyms(word, other):
-                rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
-                if overlap(rest, evidence) >= min_overlap:
-                    return word, other
+    new_words = ev_words - claim_words
+    pairs = sorted((other, word) for word in claim_words for other in opposites(word) & new_words)
+    for other, word in pairs:
+        rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
+        if overlap(rest, evidence) >= min_overlap:
+            return word, other
     return None
 
 

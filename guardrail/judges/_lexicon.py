@@ -14,6 +14,7 @@ non-Latin script is not English.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from typing import Any
@@ -70,10 +71,18 @@ ANTONYMS: dict[str, frozenset[str]] = _antonym_table()
 def are_antonyms(a: str, b: str) -> bool:
     """Whether two words are opposites: a listed pair, or one is the other with a negative prefix
     ("legal" / "illegal", "likely" / "unlikely"; stems of five letters or more)."""
-    a, b = a.lower(), b.lower()
-    if b in ANTONYMS.get(a, ()):
-        return True
-    return any(len(short) >= 5 and long in {p + short for p in _PREFIXES} for short, long in ((a, b), (b, a)))
+    return b.lower() in opposites(a.lower())
+
+
+@functools.lru_cache(maxsize=8192)
+def opposites(word: str) -> frozenset[str]:
+    """Every word that :func:`are_antonyms` pairs with the lower-case ``word`` (looked up, not
+    tried pair by pair: a claim is checked against each word of many sentences)."""
+    found = set(ANTONYMS.get(word, ()))
+    if len(word) >= 5:
+        found.update(p + word for p in _PREFIXES)
+    found.update(word[len(p) :] for p in _PREFIXES if word.startswith(p) and len(word) - len(p) >= 5)
+    return frozenset(found)
 
 
 # -- language ---------------------------------------------------------------------
@@ -134,4 +143,4 @@ def is_english(text: str, min_words: int = 3) -> bool:
     return code == "en" or prob < 0.2
 
 
-__all__ = ["ANTONYMS", "are_antonyms", "detect_language", "is_english"]
+__all__ = ["ANTONYMS", "are_antonyms", "detect_language", "is_english", "opposites"]
