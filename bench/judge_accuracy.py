@@ -513,6 +513,10 @@ PREVIOUS_REF = "bc3faa5"
 """The commit whose embedded judge (code and v2 weights) this issue replaces."""
 
 
+_MADE_PRIVATE = ("fast_tokenizer", "onnx_backend", "bridges")
+"""Helpers of ``guardrail`` that a judge of an older commit imports under their names of then."""
+
+
 def load_previous_judge(ref: str) -> RecordingJudge | None:
     """The embedded judge at ``ref``: its ``guardrail/judges`` package and weights read from git into a
     temporary package (``previous_judges``), wrapped for recording; None (with a note) without git."""
@@ -537,6 +541,8 @@ def load_previous_judge(ref: str) -> RecordingJudge | None:
             if name.endswith(".py"):
                 text = data.decode("utf-8").replace("guardrail.judges.", "previous_judges.")
                 text = text.replace("from guardrail.schema import", "from guardrail.core.schema import")
+                for private in _MADE_PRIVATE:  # modules renamed since (the old code imports them)
+                    text = text.replace(f"from guardrail.{private} import", f"from guardrail._{private} import")
                 data = text.replace("from guardrail.judges import", "from previous_judges import").encode("utf-8")
             target.write_bytes(data)
     except (OSError, subprocess.CalledProcessError):
