@@ -232,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         decision.support_threshold,
         rows,
         decision.conflict_threshold,
+        config.settle_none,
     )
     boosted = _boosted(train)
     scores = {

@@ -237,14 +237,41 @@ def test_a_request_the_first_round_settles_gets_no_second_round() -> None:
     assert len(cited.batches) >= 2  # a caller citing at a higher confidence reads further
 
 
+def test_a_request_whose_first_round_finds_nothing_is_not_read_further() -> None:
+    claim = "Titanic was directed by James Cameron."
+    request = JudgeRequest(claim=claim, passages=[TITANIC_TEXT], title="Titanic")
+    best = build_candidates(request, LocalJudgeConfig()).candidates[0].model_text
+    nothing = _TableJudge({}, LocalJudgeConfig(split_parts=False))  # every reading neutral
+    assert nothing.judge_sync([request])[0].label == "not_found"
+    assert len(nothing.batches) == 1  # support and contradiction both under settle_none: decided
+    faint = _TableJudge({best: (0.45, 0.5, 0.05)}, LocalJudgeConfig(split_parts=False))
+    faint.judge_sync([request])
+    assert len(faint.batches) >= 2  # some support (about 0.35 in the stub decision): read further
+    off = _TableJudge({}, LocalJudgeConfig(split_parts=False, settle_none=0.0))
+    off.judge_sync([request])
+    assert len(off.batches) >= 2
+
+
+def test_the_decisions_fitting_settles_requests_as_the_judge_does() -> None:
+    from training.fit_decision import Row, runtime_probabilities
+
+    rows = [Row("wice", 2, np.zeros(len(REQUEST_FEATURES)), np.zeros(len(REQUEST_FEATURES))) for _ in range(2)]
+    first = np.asarray([[0.05, 0.05, 0.9], [0.3, 0.1, 0.6]])  # nothing there / some support
+    full = np.asarray([[0.9, 0.05, 0.05], [0.9, 0.05, 0.05]])
+    read = runtime_probabilities(first, full, 0.8, 0.9, 0.7, rows, None, 0.15)
+    assert read.tolist() == [first[0].tolist(), full[1].tolist()]
+    assert runtime_probabilities(first, full, 0.8, 0.9, 0.7, rows, None, 0.0).tolist() == full.tolist()
+
+
 def test_with_one_round_an_answer_costs_its_first_rounds_whatever_the_probabilities() -> None:
     claims = ["Titanic was directed by James Cameron.", "It starred Kate Winslet.", "It was released in 1997."]
     requests = [JudgeRequest(claim=c, passages=[TITANIC_TEXT], title="Titanic") for c in claims]
     config = LocalJudgeConfig(rounds=1, split_parts=False)
     plans = [build_candidates(r, config) for r in requests]
     first = [c.model_text for p in plans for c in p.candidates[: p.round_one]]
-    # Nothing settles (every reading neutral): with two rounds the rest of the budget is read ...
-    two = _TableJudge({}, LocalJudgeConfig(rounds=2, split_parts=False))
+    # Nothing settles (every reading neutral, the early not_found off): with two rounds the rest
+    # of the budget is read ...
+    two = _TableJudge({}, LocalJudgeConfig(rounds=2, split_parts=False, settle_none=0.0))
     two.judge_sync(requests)
     assert len(two.batches) >= 2 and len(two.asked) > len(first)
     # ... with one, every claim's first round in one forward pass, and nothing more.
@@ -255,15 +282,19 @@ def test_with_one_round_an_answer_costs_its_first_rounds_whatever_the_probabilit
     assert [v.label for v in verdicts] == ["not_found"] * 3
 
 
-@pytest.mark.parametrize("bad", [{"rounds": 0}, {"rounds": 3}, {"first_round": 0}])
-def test_a_config_outside_its_range_is_refused_by_name(bad: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    "bad", [{"rounds": 0}, {"rounds": 3}, {"first_round": 0}, {"settle_none": -0.1}, {"settle_none": 1.5}]
+)
+def test_a_config_outside_its_range_is_refused_by_name(bad: dict[str, float]) -> None:
     name = next(iter(bad))
     with pytest.raises(ValueError, match=f"LocalJudgeConfig.{name} must be"):
         LocalJudgeConfig(**bad)  # type: ignore[arg-type]
 
 
 def test_a_request_costs_at_most_its_budget() -> None:
-    config = LocalJudgeConfig(first_round=1, max_sentences=3, plain_sentences=1, window_seeds=1, combine_top=(2,))
+    config = LocalJudgeConfig(
+        first_round=1, max_sentences=3, plain_sentences=1, window_seeds=1, combine_top=(2,), settle_none=0.0
+    )
     judge = _TableJudge({}, config)
     judge.judge_sync([JudgeRequest(claim="Titanic was directed by James Cameron.", passages=[TITANIC_TEXT])])
     assert sum(1 for _ in judge.asked) <= 3 + 1 + 5 + 1  # sentences, alone, windows (2 and 3 around 1), joined
@@ -375,7 +406,9 @@ def test_two_names_joined_the_other_way_round_are_a_role_swap() -> None:
 
 
 def _decided(claim: str, passage: str, table: dict[str, tuple[float, float, float]], title: str | None = None):  # type: ignore[no-untyped-def]
-    judge = _TableJudge(table)
+    # What each reading decides and quotes: a table that leaves the first round neutral must still
+    # reach the second round's readings, so the early not_found (settle_none) is off here.
+    judge = _TableJudge(table, LocalJudgeConfig(settle_none=0.0))
     return judge.judge_sync([JudgeRequest(claim=claim, passages=[passage], title=title)])[0]
 
 

@@ -251,20 +251,40 @@ def runtime_probabilities(
     t_sup: float,
     rows: Sequence[Row],
     t_conflict: float | None = None,
+    settle_none: float = 0.0,
 ) -> np.ndarray:
     """Each row's probabilities as the judge gets them: the first round's, when they settle the
-    request (as :func:`guardrail.judges._decision.settled` rules), else both rounds'; a support ruled
-    out (:func:`guardrail.judges._decision.support_conflicts`) has its share given to the other two
+    request (:func:`settled_rows`), else both rounds'; a support ruled out
+    (:func:`guardrail.judges._decision.support_conflicts`) has its share given to the other two
     labels (:func:`guardrail.judges._decision.rule_out_support`)."""
     from guardrail.judges._decision import rule_out_support, support_conflicts
 
-    x_first = np.vstack([r.first for r in rows])
     x_full = np.vstack([r.full for r in rows])
-    first = np.where(support_conflicts(x_first)[:, None], rule_out_support(first), first)
     full = np.where(support_conflicts(x_full)[:, None], rule_out_support(full), full)
+    settled, first = settled_rows(first, settle, t_con, t_sup, rows, t_conflict, settle_none)
+    return np.where(settled[:, None], first, full)
+
+
+def settled_rows(
+    first: np.ndarray,
+    settle: float,
+    t_con: float,
+    t_sup: float,
+    rows: Sequence[Row],
+    t_conflict: float | None = None,
+    settle_none: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows the first round settles, as :func:`guardrail.judges._decision.settled` rules
+    (support or contradiction at least ``settle``, or both below ``settle_none``), and the first
+    round's probabilities with any support ruled out."""
+    from guardrail.judges._decision import rule_out_support, support_conflicts
+
+    x_first = np.vstack([r.first for r in rows])
+    first = np.where(support_conflicts(x_first)[:, None], rule_out_support(first), first)
     bar_first = np.maximum(settle, _bar(rows, t_con, t_conflict, "first"))
     settled = (first[:, 0] >= max(settle, t_sup)) | (first[:, 1] >= bar_first)
-    return np.where(settled[:, None], first, full)
+    settled |= np.maximum(first[:, 0], first[:, 1]) < settle_none
+    return settled, first
 
 
 def labels(p: np.ndarray, t_con: float | np.ndarray, t_sup: float) -> np.ndarray:
@@ -315,14 +335,19 @@ GRID = [round(x, 3) for x in np.arange(0.30, 0.96, 0.025)] + [0.96, 0.97, 0.98, 
 
 
 def choose_thresholds(
-    first: np.ndarray, full: np.ndarray, rows: Sequence[Row], settle: float, precision: float
+    first: np.ndarray,
+    full: np.ndarray,
+    rows: Sequence[Row],
+    settle: float,
+    precision: float,
+    settle_none: float = 0.0,
 ) -> tuple[float, float | None, float, dict]:
     """The contradiction thresholds (for all, then for a stated conflict about the claim's
     subject) and the support threshold for ``rows``, given their probabilities after the first
     round and after both (see the module doc)."""
 
     def decided(t_con: float, t_conflict: float | None, t_sup: float) -> dict:
-        p = runtime_probabilities(first, full, settle, t_con, t_sup, rows, t_conflict)
+        p = runtime_probabilities(first, full, settle, t_con, t_sup, rows, t_conflict, settle_none)
         return figures(rows, labels(p, _bar(rows, t_con, t_conflict), t_sup))
 
     def acceptable(f: dict) -> bool:
@@ -506,7 +531,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for c in [float(x) for x in args.c_grid.split(",")]:
         first, full = out_of_fold(rows, c, args.folds)
-        t_con, t_conflict, t_sup, cv_figures = choose_thresholds(first, full, rows, config.settle, args.precision)
+        t_con, t_conflict, t_sup, cv_figures = choose_thresholds(
+            first, full, rows, config.settle, args.precision, config.settle_none
+        )
         score = cv_figures["mean_balanced_accuracy"] + 0.5 * cv_figures["contradicted_recall"]
         print(
             f"C={c}: thresholds contradicted {t_con} (stated conflict {t_conflict}) supported {t_sup}; "
@@ -515,7 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append((score, c, t_con, t_conflict, t_sup, cv_figures))
     score, c, t_con, t_conflict, t_sup, cv_figures = max(results, key=lambda r: r[0])
     first, full = out_of_fold(rows, c, args.folds)
-    decided_p = runtime_probabilities(first, full, config.settle, t_con, t_sup, rows, t_conflict)
+    decided_p = runtime_probabilities(first, full, config.settle, t_con, t_sup, rows, t_conflict, config.settle_none)
     calibration = calibrate(decided_p, rows, _bar(rows, t_con, t_conflict), t_sup)
     mean, scale, model = fit(rows, c)
     decision = dataclasses.replace(
@@ -540,6 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "contradicted_stated_conflict": t_conflict,
             "supported": t_sup,
             "settle": config.settle,
+            "settle_none": config.settle_none,
             "rounds": config.rounds,
         },
         "grid": [

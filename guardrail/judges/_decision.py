@@ -231,10 +231,13 @@ def rule_out_support(p: np.ndarray) -> np.ndarray:
 
 def settled(scored: Scored, model: DecisionModel, config: LocalJudgeConfig, settle_at: float | None) -> bool:
     """Whether the first round already decides the request: its support or its contradiction is as
-    probable as ``config.settle`` (or the request's higher ``settle_at``). A request that looks
-    unsupported is read further: the second round may find what backs it."""
+    probable as ``config.settle`` (or the request's higher ``settle_at``), or neither is as probable
+    as ``config.settle_none`` (nothing there bears on the claim). A request between the two is read
+    further: the second round may find what backs it."""
     p, support, _, contra_bar = _read(scored, model)
     bar = max(config.settle, settle_at or 0.0)
+    if max(p[SUP], p[CONTRA]) < config.settle_none:
+        return True
     return bool(support is not None and p[SUP] >= bar and p[SUP] >= model.support_threshold) or bool(
         p[CONTRA] >= max(config.settle, contra_bar)
     )

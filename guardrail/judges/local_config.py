@@ -16,15 +16,15 @@ class LocalJudgeConfig:
     The first round reads the ``first_round`` sentences most like the claim, each with its page's
     topic (``"Titanic: It was directed by James Cameron."``): all requests of one ``judge()`` call
     (all claims of an answer) in one batched forward pass. With ``rounds=2`` (the default), requests
-    the first round leaves undecided (neither support nor contradiction as probable as ``settle``)
-    get the second round, the rest of the budget: the best sentence alone and with the sentence
-    before it, the next sentences up to ``max_sentences``, windows of 2-3 sentences around the
-    ``window_seeds`` best, the best few joined; so a request costs at most that budget. With
-    ``rounds=1`` (the fast path) the first round is all the model reads, so an answer of n claims
-    costs ``n * first_round`` pairs in one pass whatever the probabilities. Either way two small,
-    bounded extras follow: where a sentence names another thing in the claim's place, the claim
-    restated with that name (one pair per such sentence), and, for a claim split into atomic parts
-    that is not decided, each part against its ``part_candidates`` best sentences.
+    the first round leaves undecided (neither support nor contradiction as probable as ``settle``,
+    nor both below ``settle_none``) get the second round, the rest of the budget: the best sentence
+    alone and with the sentence before it, the next sentences up to ``max_sentences``, windows of
+    2-3 sentences around the ``window_seeds`` best, the best few joined; so a request costs at most
+    that budget. With ``rounds=1`` (the fast path) the first round is all the model reads, so an
+    answer of n claims costs ``n * first_round`` pairs in one pass whatever the probabilities.
+    Either way two small, bounded extras follow: where a sentence names another thing in the claim's
+    place, the claim restated with that name (one pair per such sentence), and, for a claim split
+    into atomic parts that is not decided, each part against its ``part_candidates`` best sentences.
 
     Each reading is decided by a classifier fitted for it (``decision.json``,
     ``decision_one_round.json``: ``python -m training.fit_decision [--rounds 1]``). On the held-out
@@ -50,6 +50,12 @@ class LocalJudgeConfig:
     settle: float = 0.8
     """With ``rounds=2``: a request whose first round gives support (or contradiction) at least this probable is
     decided without the second round; ``JudgeRequest.settle_at`` can only raise it."""
+    settle_none: float = 0.15
+    """With ``rounds=2``: a request whose first round gives support and contradiction each less
+    probable than this is decided (``not_found``) without the second round (nothing there bears
+    on the claim). On the recorded tune and eval parts (``python bench/settle_none.py``), 0.15
+    changes no label while the requests that read a second round fall from 92 % to 66 %; 0.2
+    changes one. 0 turns it off."""
     page_context: bool = True
     """Read each sentence with its page's topic (the title, else the nearest heading, else the name
     the passage opens with); off: every sentence alone, as the judges before issue 21 read them."""
@@ -85,6 +91,8 @@ class LocalJudgeConfig:
     def __post_init__(self) -> None:
         if self.rounds not in (1, 2):
             raise ValueError(f"LocalJudgeConfig.rounds must be 1 or 2, not {self.rounds!r}")
+        if not 0.0 <= self.settle_none <= 1.0:
+            raise ValueError(f"LocalJudgeConfig.settle_none must be in [0, 1], not {self.settle_none!r}")
         if self.first_round < 1:
             raise ValueError(f"LocalJudgeConfig.first_round must be at least 1, not {self.first_round!r}")
 
