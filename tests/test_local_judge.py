@@ -291,6 +291,15 @@ def test_a_config_outside_its_range_is_refused_by_name(bad: dict[str, float]) ->
         LocalJudgeConfig(**bad)  # type: ignore[arg-type]
 
 
+def test_pairs_are_scored_in_length_sorted_passes_of_at_most_batch_tokens() -> None:
+    judge = LocalJudge(config=LocalJudgeConfig(batch_tokens=100))
+    # lengths 30, 10, 40, 20, 60, 150: sorted 10, 20, 30 (3 x 30 = 90), then 40 (40 + 60 would pad
+    # to 120), 60, and 150 alone though it is over the cap
+    assert judge._batches([30, 10, 40, 20, 60, 150]) == [[1, 3, 0], [2], [4], [5]]
+    # the default keeps a 5-claim answer's first rounds (10 pairs of about 58 tokens) in one pass
+    assert len(LocalJudge()._batches([58] * 10)) == 1
+
+
 def test_a_request_costs_at_most_its_budget() -> None:
     config = LocalJudgeConfig(
         first_round=1, max_sentences=3, plain_sentences=1, window_seeds=1, combine_top=(2,), settle_none=0.0
