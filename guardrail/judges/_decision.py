@@ -235,9 +235,9 @@ def settled(scored: Scored, model: DecisionModel, config: LocalJudgeConfig, sett
     as ``config.settle_none`` (nothing there bears on the claim). A request between the two is read
     further: the second round may find what backs it."""
     p, support, _, contra_bar = _read(scored, model)
-    bar = max(config.settle, settle_at or 0.0)
     if max(p[SUP], p[CONTRA]) < config.settle_none:
         return True
+    bar = max(config.settle, settle_at or 0.0)
     return bool(support is not None and p[SUP] >= bar and p[SUP] >= model.support_threshold) or bool(
         p[CONTRA] >= max(config.settle, contra_bar)
     )
