@@ -79,7 +79,8 @@ class RowClock:
 
 
 def local_run(rows: Path, out: Path, settings: Settings, concurrency: int) -> tuple[float, dict[str, float]]:
-    with build_runtime(settings, cache=False, audit=False) as runtime:
+    # As `guardrail batch` runs it (guardrail.apps.cli.batch): concurrent rows share judge calls.
+    with build_runtime(settings, cache=False, audit=False, batch_judge_calls=True) as runtime:
         runtime.verifier.embedder.embed(["warm-up"])  # models load outside the timing, as on Ray
         judge = runtime.verifier.judge
         if judge is not None:
