@@ -77,14 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         full = decision.probabilities(np.vstack([r.full for r in rows]))
         bars = fd._bar(rows, t_con, t_conflict)
 
-        runs = []
-        base = np.zeros(0)
+        decided = []
         for none in [0.0, *values]:
             p_read = fd.runtime_probabilities(first, full, config.settle, t_con, t_sup, rows, t_conflict, none)
             settled, _ = fd.settled_rows(first, config.settle, t_con, t_sup, rows, t_conflict, none)
-            labels = fd.labels(p_read, bars, t_sup)
-            if none == 0.0:
-                base = labels  # never settling as not_found: what the others are compared with
+            decided.append((none, fd.labels(p_read, bars, t_sup), settled))
+        base = decided[0][1]  # never settling as not_found: what the others are compared with
+        runs = []
+        for none, labels, settled in decided:
             run = {
                 "settle_none": none,
                 "labels_changed": int((labels != base).sum()),
