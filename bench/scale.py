@@ -57,6 +57,21 @@ def busy_cpu_s() -> float:
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def loopback_settings(concurrency: int) -> Settings:
+    """The environment's settings for rows over the loopback site, ``concurrency`` rows at once."""
+    return Settings.from_env().model_copy(
+        update={
+            "allow_private_hosts": True,
+            "cache_path": None,
+            "audit_path": None,
+            "concurrency": concurrency,
+            # One loopback server stands for 200 sites: no per-host politeness limit here.
+            "host_concurrency": concurrency,
+            "host_rate": 0,
+        }
+    )
+
+
 class RowClock:
     """When each row came back (``on_row``), from a start set just before the run."""
 
@@ -156,17 +171,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     args = parser.parse_args()
     routes, specs = build(args.claims, args.pages, args.latency)
-    settings = Settings.from_env().model_copy(
-        update={
-            "allow_private_hosts": True,
-            "cache_path": None,
-            "audit_path": None,
-            "concurrency": args.concurrency,
-            # One loopback server stands for 200 sites: no per-host politeness limit here.
-            "host_concurrency": args.concurrency,
-            "host_rate": 0,
-        }
-    )
+    settings = loopback_settings(args.concurrency)
     results: dict[str, Any] = {
         "claims": args.claims,
         "pages": args.pages,

@@ -261,7 +261,8 @@ class Verifier:
         top_k: overrides ``settings.top_k`` (passages judged per claim and page; at least 1).
         recorders: audit recorders, told of every decision.
         page_store: keeps fetched pages between calls (a page cache).
-        batch_judge_calls: queue concurrent judge calls into one (a service).
+        batch_judge_calls: queue concurrent judge calls into one (a service). The embedded judge
+            does this itself (:meth:`~guardrail.judges.local.LocalJudge.judge`).
         archive: asked for a snapshot of each dead link, which is then fetched and judged in its
             place (:mod:`guardrail.archive`); off unless given (:func:`guardrail.runtime.build_verifier`
             gives one for ``GUARDRAIL_ARCHIVE``).

@@ -1,49 +1,40 @@
-"""BatchingJudge: concurrent callers' requests judged together, one inner call at a time."""
+"""Concurrent callers' requests judged together, one call at a time: :class:`CallQueue`, and
+:class:`BatchingJudge`, any judge behind one."""
 
 from __future__ import annotations
 
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from guardrail.core.schema import JudgeRequest, JudgeVerdict
 from guardrail.judges.base import Judge
 
-__all__ = ["BatchingJudge"]
+__all__ = ["BatchingJudge", "CallQueue"]
 
 
-class BatchingJudge:
-    """A :class:`~guardrail.judges.base.Judge` that runs one inner ``judge()`` call at a time and
-    hands it every request that arrived meanwhile, from all concurrent HTTP requests together.
+class CallQueue:
+    """Concurrent callers' requests handed to ``run`` one call at a time: requests that arrive while
+    a call runs wait, and every waiting caller's go together into the next call, up to
+    ``max_requests`` (one caller's requests are never split). A lone caller's run starts at once.
+    A caller that went away before its turn is not judged. Queues are kept per event loop."""
 
-    The embedded judge already uses every core for one call; several calls at once only fight
-    over the cores (and pad separately), while one larger call keeps the batches full. A lone
-    request is judged at once, with no added wait. One inner call takes at most ``max_requests``
-    requests (about 400 pairs for the embedded judge), so that the first callers of a burst are
-    answered before the last are judged.
-    """
-
-    def __init__(self, inner: Judge, *, max_requests: int = 32) -> None:
+    def __init__(
+        self,
+        run: Callable[[list[JudgeRequest]], Awaitable[list[JudgeVerdict]]],
+        *,
+        max_requests: int = 32,
+    ) -> None:
         if max_requests < 1:
             raise ValueError("max_requests must be at least 1")
-        self.inner = inner
-        self.name: str = inner.name
-        self.model: str = inner.model
-        self.cpu_bound: bool = inner.cpu_bound
+        self.run = run
         self.max_requests = max_requests
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _JudgeQueue] = weakref.WeakKeyDictionary()
 
-    def load(self) -> None:
-        """Load the inner judge's model now."""
-        self.inner.load()
-
-    def __repr__(self) -> str:
-        return f"BatchingJudge({self.inner!r})"
-
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        """Queue ``requests`` for the next inner call and wait for their verdicts, in order."""
+        """Queue ``requests`` for the next call and wait for their verdicts, in order."""
         if not requests:
             return []
         loop = asyncio.get_running_loop()
@@ -70,7 +61,7 @@ class BatchingJudge:
                 continue
             flat = [r for requests, _ in batch for r in requests]
             try:
-                verdicts = await self.inner.judge(flat)
+                verdicts = await self.run(flat)
                 if len(verdicts) != len(flat):
                     raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(flat)} requests")
             except Exception as exc:
@@ -83,6 +74,38 @@ class BatchingJudge:
                 if not future.done():
                     future.set_result(verdicts[start : start + len(requests)])
                 start += len(requests)
+
+
+class BatchingJudge:
+    """A :class:`~guardrail.judges.base.Judge` that runs one inner ``judge()`` call at a time and
+    hands it every request that arrived meanwhile, from all concurrent HTTP requests together
+    (a :class:`CallQueue` over the inner judge).
+
+    The embedded judge already uses every core for one call; several calls at once only fight
+    over the cores (and pad separately), while one larger call keeps the batches full. A lone
+    request is judged at once, with no added wait. One inner call takes at most ``max_requests``
+    requests (about 400 pairs for the embedded judge), so that the first callers of a burst are
+    answered before the last are judged.
+    """
+
+    def __init__(self, inner: Judge, *, max_requests: int = 32) -> None:
+        self.inner = inner
+        self.name: str = inner.name
+        self.model: str = inner.model
+        self.cpu_bound: bool = inner.cpu_bound
+        self._calls = CallQueue(inner.judge, max_requests=max_requests)
+        self.max_requests = max_requests
+
+    def load(self) -> None:
+        """Load the inner judge's model now."""
+        self.inner.load()
+
+    def __repr__(self) -> str:
+        return f"BatchingJudge({self.inner!r})"
+
+    async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        """Queue ``requests`` for the next inner call and wait for their verdicts, in order."""
+        return await self._calls.judge(requests)
 
 
 @dataclass

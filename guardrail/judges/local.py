@@ -4,7 +4,8 @@ Each sentence of the passages shown is read as a reader of its page reads it, wi
 (``"Titanic (1997 film): It was directed by James Cameron."``; :mod:`guardrail.judges._context`),
 and also alone and in windows with its neighbours. What is read, and in which of at most two
 rounds, is the budget of :class:`LocalJudgeConfig` (:mod:`guardrail.judges._candidates`); the first
-round of every request of one ``judge()`` call is one batched forward pass. What the model's
+round of every request of one ``judge()`` call is one batched forward pass, and calls made at the
+same time on one event loop are judged together (:class:`LocalJudge.judge`). What the model's
 probabilities and the lexical agreement of the words mean together is decided by a calibrated
 classifier fitted on held-out data (:mod:`guardrail.judges._features`,
 :mod:`guardrail.judges._decision`). The quote is always an exact substring of a passage (a sentence
@@ -29,6 +30,7 @@ from guardrail._onnx_backend import run as onnx_run
 from guardrail._onnx_backend import session_for
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Reason
 from guardrail.judges import _checks as checks
+from guardrail.judges._batching import CallQueue
 from guardrail.judges._candidates import ENT, Candidate, Scored, build_candidates, part_candidates, restatements
 from guardrail.judges._decision import DecisionModel, decide, load_decision, probabilities, settled
 from guardrail.judges._lexicon import is_english
@@ -128,6 +130,11 @@ class LocalJudge:
         self.model = _model_name(self.path) + ("-int8" if quantize else "")
         self._dtype: str | None = None
         self._decision: DecisionModel | None = None
+        self._calls: CallQueue | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The judge's configuration, without its queue of calls (tied to running event loops)."""
+        return {**self.__dict__, "_calls": None}
 
     @property
     def dtype(self) -> str:
@@ -169,9 +176,20 @@ class LocalJudge:
             _load(self.path, self.quantize, self.dtype)
 
     async def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
-        """Judge every request in one batched scoring pass, off the event loop."""
+        """Judge every request in one batched scoring pass, off the event loop.
+
+        Calls that arrive while another runs (rows of a batch, a LangChain ``abatch``, a server's
+        requests) wait, and are then judged together in one pass: one pass at a time uses the cores
+        fully, and pads and reads repeated pairs once (:class:`~guardrail.judges._batching.CallQueue`).
+        A lone call is judged at once. Eight concurrent batch rows on 2 cores: 10.2 against 7.9
+        claims/s for unique claims (``bench/scale.py``'s pages)."""
         if not requests:
             return []
+        if self._calls is None:
+            self._calls = CallQueue(self._judge_in_thread)
+        return await self._calls.judge(requests)
+
+    async def _judge_in_thread(self, requests: list[JudgeRequest]) -> list[JudgeVerdict]:
         return await asyncio.to_thread(self.judge_sync, requests)
 
     @property

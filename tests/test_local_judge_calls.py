@@ -1,0 +1,72 @@
+"""The embedded judge's calls: those made while one runs are judged together, one pass at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import threading
+from collections.abc import Sequence
+
+from guardrail import JudgeRequest
+from guardrail.core.schema import JudgeVerdict
+from guardrail.judges.local import LocalJudge
+
+
+class EchoJudge(LocalJudge):
+    """A LocalJudge whose blocking pass records what it was given and answers each request with
+    its claim (no model is loaded)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passes: list[list[str]] = []
+
+    def judge_sync(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        self.passes.append([r.claim for r in requests])
+        return [JudgeVerdict(label="not_found", confidence=0.0, detail=r.claim) for r in requests]
+
+
+class HeldJudge(EchoJudge):
+    """An EchoJudge whose first pass waits for ``release`` before it records its requests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def judge_sync(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        if not self.started.is_set():
+            self.started.set()
+            assert self.release.wait(10), "the test never released the first pass"
+        return super().judge_sync(requests)
+
+
+def request(claim: str) -> JudgeRequest:
+    return JudgeRequest(claim=claim, passages=["Some text."])
+
+
+async def test_calls_made_while_one_runs_are_judged_together_in_one_pass() -> None:
+    judge = HeldJudge()
+    first = asyncio.create_task(judge.judge([request("a")]))
+    assert await asyncio.to_thread(judge.started.wait, 10)
+    later = [asyncio.create_task(judge.judge([request(c), request(c + "2")])) for c in "bcd"]
+    await asyncio.sleep(0.05)  # every later call is queued behind the running pass
+    assert judge.passes == []  # nothing else runs beside the held pass
+    judge.release.set()
+    answers = await asyncio.gather(first, *later)
+    assert judge.passes == [["a"], ["b", "b2", "c", "c2", "d", "d2"]]  # one pass for the three calls
+    assert [[v.detail for v in verdicts] for verdicts in answers] == [["a"], ["b", "b2"], ["c", "c2"], ["d", "d2"]]
+
+
+async def test_a_lone_call_is_judged_at_once() -> None:
+    judge = HeldJudge()
+    judge.release.set()
+    verdicts = await asyncio.wait_for(judge.judge([request("a")]), 10)
+    assert [v.detail for v in verdicts] == ["a"] and judge.passes == [["a"]]
+
+
+async def test_a_used_judge_pickles_and_judges_again() -> None:
+    judge = EchoJudge()
+    await judge.judge([request("a")])  # its queue of calls now holds this event loop
+    loaded = pickle.loads(pickle.dumps(judge))
+    assert [v.detail for v in await loaded.judge([request("b")])] == ["b"]
+    assert loaded.passes == [["a"], ["b"]] and loaded.config == judge.config
