@@ -282,12 +282,14 @@ def pick_judge(args: argparse.Namespace, tmp: Path) -> tuple[Any | None, str]:
         rounds=args.rounds or LocalJudgeConfig.rounds,
         backend=args.backend or LocalJudgeConfig.backend,
     )
+    int8 = ", int8" if args.int8 else ""
     if args.judge_model:
         if not LocalJudge.available(args.judge_model):
             sys.exit(f"--judge-model {args.judge_model}: no config.json and weights there")
-        return LocalJudge(model_path=args.judge_model, config=config), f"local judge, weights from {args.judge_model}"
+        judge = LocalJudge(model_path=args.judge_model, config=config, quantize=args.int8)
+        return judge, f"local judge, weights from {args.judge_model}{int8}"
     if LocalJudge.available():
-        return LocalJudge(config=config), "local judge, shipped weights"
+        return LocalJudge(config=config, quantize=args.int8), f"local judge, shipped weights{int8}"
     if args.no_stand_in:
         return None, "none (the shipped judge weights are not installed; --no-stand-in)"
     return (
@@ -552,6 +554,7 @@ def main() -> None:
     parser.add_argument("--stream-runs", type=int, default=5, help="astream runs per size (at least 1)")
     parser.add_argument("--chars-per-second", type=float, default=250.0, help="the fake model's writing pace")
     parser.add_argument("--judge-model", help="a local judge model folder (config.json + weights)")
+    parser.add_argument("--int8", action="store_true", help="the judge's int8-quantised ONNX graph (quantize=True)")
     parser.add_argument("--no-stand-in", action="store_true", help="without shipped weights, run with no judge")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument(

@@ -1,6 +1,6 @@
 """Do the embedded judge's labels stay the same with its int8-quantised ONNX graph?
 
-    python bench/int8_agreement.py [--data ../shared/data] [--limit N]
+    python bench/int8_agreement.py [--data ../shared/data] [--limit N] [--rounds 1|2]
 
 Every claim of the **eval** part (the same tasks as ``bench/judge_accuracy.py``; ``--limit`` takes
 the first N per set) goes through the full verifier path twice, with the judge's float32 ONNX graph
@@ -43,6 +43,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--limit", type=int, default=None, help="first N tasks per set")
+    parser.add_argument(
+        "--rounds", type=int, choices=(1, 2), default=None, help="LocalJudgeConfig.rounds (default: its default)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "int8_agreement.json")
     args = parser.parse_args()
     if not args.data.is_dir():
@@ -54,7 +57,8 @@ def main() -> int:
     labels: dict[str, dict[str, list[str]]] = {}
     seconds: dict[str, float] = {}
     for precision, quantize in (("float32", False), ("int8", True)):
-        judge = LocalJudge(config=LocalJudgeConfig(backend="onnx"), quantize=quantize)
+        config = LocalJudgeConfig(backend="onnx", rounds=args.rounds or LocalJudgeConfig.rounds)
+        judge = LocalJudge(config=config, quantize=quantize)
         judge.load()
         verifier = make_verifier(judge)
         started = time.perf_counter()
@@ -62,7 +66,7 @@ def main() -> int:
         seconds[precision] = time.perf_counter() - started
         print(f"{precision}: {seconds[precision]:.1f} s", flush=True)
     result: dict[str, object] = {
-        "command": "python bench/int8_agreement.py" + (f" --limit {args.limit}" if args.limit else ""),
+        "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
         "tasks": {name: len(items) for name, items in tasks.items()},
         "seconds": seconds,
         "cpus": os.cpu_count(),

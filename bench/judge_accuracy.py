@@ -569,6 +569,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the new judge's LocalJudgeConfig.rounds (default: its default)",
     )
     p.add_argument("--backend", choices=("onnx", "torch"), default=None, help="the new judge's backend (default: auto)")
+    p.add_argument(
+        "--int8", action="store_true", help="the new judge on its int8-quantised ONNX graph (LocalJudge(quantize=True))"
+    )
     p.add_argument("--skip-previous", action="store_true", help="measure the new judge and the baseline only")
     p.add_argument(
         "--latency-only", action="store_true", help="only the latency figures (to re-measure on a quiet machine)"
@@ -589,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = LocalJudgeConfig(
         rounds=args.rounds or LocalJudgeConfig.rounds, backend=args.backend or LocalJudgeConfig.backend
     )
-    new = LocalJudge(model_path=args.model, config=config)
+    new = LocalJudge(model_path=args.model, config=config, quantize=args.int8)
     if not LocalJudge.available(args.model):
         print("skipped: the local judge's weights are not installed")
         return 0
