@@ -252,6 +252,20 @@ def test_a_request_whose_first_round_finds_nothing_is_not_read_further() -> None
     assert len(off.batches) >= 2
 
 
+def test_an_int8_fit_never_replaces_a_decision_the_judge_reads() -> None:
+    from guardrail.judges._decision import decision_file
+    from training.fit_decision import written_name
+
+    for rounds in (1, 2):
+        assert written_name(rounds) == decision_file(rounds)
+        int8 = written_name(rounds, int8=True)
+        assert int8 != decision_file(rounds) and int8.endswith("_int8.json")
+    assert {written_name(1, int8=True), written_name(2, int8=True)} == {
+        "decision_one_round_int8.json",
+        "decision_int8.json",
+    }
+
+
 def test_the_decisions_fitting_settles_requests_as_the_judge_does() -> None:
     from training.fit_decision import Row, runtime_probabilities
 

@@ -2,7 +2,7 @@
 
     python -m training.fit_decision [--model guardrail/judges/model] [--data ../shared/data]
                                     [--cache artifacts/fit] [--precision 0.85] [--no-synthetic]
-                                    [--rounds 1]
+                                    [--rounds 1] [--int8]
 
 1. Every claim of the ``fit`` part (train buckets the model never saw, ``training.datasets``) and of
    the ``tune`` part goes through the verifier as the benches run it (evidence as a ``Fact`` with
@@ -26,7 +26,9 @@
 4. The classifier, thresholds and a record of the figures are written to
    ``<model>/decision.json`` (what the judge loads) and ``<model>/decision_record.json``; with
    ``--rounds 1``, ``decision_one_round.json`` and ``decision_record_one_round.json`` (what the
-   judge loads for ``LocalJudgeConfig(rounds=1)``).
+   judge loads for ``LocalJudgeConfig(rounds=1)``). ``--int8`` records and fits the int8-quantised
+   graph's readings (their own cache records) and writes ``decision*_int8.json``, which the judge
+   does not read: int8 costs accuracy (README, the int8 fast-path row).
 
 The eval part is never looked at here: ``python bench/judge_accuracy.py`` reports it.
 """
@@ -490,6 +492,16 @@ def recorded_rows(
     return rows_of(recorded, tasks)
 
 
+def written_name(rounds: int, int8: bool = False) -> str:
+    """The decision file a fit writes: the one the judge reads for ``rounds``
+    (:func:`~guardrail.judges._decision.decision_file`), or for ``--int8`` a name beside it that the
+    judge never reads (int8 readings are a measurement, not shipped: README, the int8 fast-path row)."""
+    from guardrail.judges._decision import decision_file
+
+    name = decision_file(rounds)
+    return name.replace(".json", "_int8.json") if int8 else name
+
+
 def as_read(rows: Sequence[Row], rounds: int) -> list[Row]:
     """The rows as the judge reads with ``rounds`` (``LocalJudgeConfig.rounds``): with one round the
     first round's view is all there is, so the thresholds are chosen and the classifier is fitted
@@ -516,6 +528,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="fit for LocalJudgeConfig(rounds=N) (default: its default)",
     )
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="record and fit the int8-quantised graph's readings (quantize=True), written as decision*_int8.json, "
+        "which the judge does not read",
+    )
     p.add_argument("--limit", type=int, default=None, help="first N tasks per set (smoke runs)")
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -523,8 +541,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from guardrail.judges.local import LocalJudge, LocalJudgeConfig
 
     config = LocalJudgeConfig() if args.rounds is None else LocalJudgeConfig(rounds=args.rounds)
-    judge = LocalJudge(model_path=args.model, config=config)
-    digest = weights_digest(args.model)
+    judge = LocalJudge(model_path=args.model, config=config, quantize=args.int8)
+    digest = weights_digest(args.model) + ("-int8" if args.int8 else "")
     fit_rows = recorded_rows(judge, args.data, "fit", args.cache, digest, synthetic=args.synthetic, limit=args.limit)
     tune_rows = recorded_rows(judge, args.data, "tune", args.cache, digest, synthetic=args.synthetic, limit=args.limit)
     rows = as_read(fit_rows + tune_rows, config.rounds)
@@ -548,9 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     decision = dataclasses.replace(
         to_decision(mean, scale, model, t_con, t_sup), conflict_threshold=t_conflict, calibration=tuple(calibration)
     )
-    from guardrail.judges._decision import decision_file
-
-    name = decision_file(config.rounds)
+    name = written_name(config.rounds, args.int8)
     (args.model / name).write_text(json.dumps(decision.to_dict(), indent=1) + "\n")
     record_out = {
         "command": "python -m training.fit_decision " + " ".join(argv if argv is not None else sys.argv[1:]),
