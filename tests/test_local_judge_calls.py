@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import pickle
 import threading
+import weakref
 from collections.abc import Sequence
+
+import pytest
 
 from guardrail import JudgeRequest
 from guardrail.core.schema import JudgeVerdict
@@ -22,6 +26,8 @@ class EchoJudge(LocalJudge):
 
     def judge_sync(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         self.passes.append([r.claim for r in requests])
+        if any(r.claim == "bad" for r in requests):
+            raise ValueError("a request this judge cannot read")
         return [JudgeVerdict(label="not_found", confidence=0.0, detail=r.claim) for r in requests]
 
 
@@ -70,3 +76,40 @@ async def test_a_used_judge_pickles_and_judges_again() -> None:
     loaded = pickle.loads(pickle.dumps(judge))
     assert [v.detail for v in await loaded.judge([request("b")])] == ["b"]
     assert loaded.passes == [["a"], ["b"]] and loaded.config == judge.config
+
+
+async def test_a_failing_request_fails_only_its_own_caller() -> None:
+    judge = HeldJudge()
+    first = asyncio.create_task(judge.judge([request("a")]))
+    assert await asyncio.to_thread(judge.started.wait, 10)
+    later = [asyncio.create_task(judge.judge([request(c)])) for c in ("b", "bad", "c")]
+    await asyncio.sleep(0.05)
+    judge.release.set()
+    answers = await asyncio.gather(first, *later, return_exceptions=True)
+    assert [v.detail for v in answers[1]] == ["b"] and [v.detail for v in answers[3]] == ["c"]  # type: ignore[union-attr]
+    assert isinstance(answers[2], ValueError)
+    assert judge.passes == [["a"], ["b", "bad", "c"], ["b"], ["bad"], ["c"]]  # merged, then each caller alone
+
+
+def test_sync_calls_leave_no_event_loop_behind() -> None:
+    judge = EchoJudge()
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def call(claim: str) -> list[JudgeVerdict]:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        return await judge.judge([request(claim)])
+
+    for claim in "abc":  # as Verifier.verify does: a new event loop per call
+        assert [v.detail for v in asyncio.run(call(claim))] == [claim]
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]
+
+
+def test_a_judge_pickled_before_its_queue_existed_still_judges() -> None:
+    judge = EchoJudge()
+    state = judge.__getstate__()
+    old = EchoJudge.__new__(EchoJudge)
+    old.__setstate__(state)
+    assert [v.detail for v in asyncio.run(old.judge([request("a")]))] == ["a"]
+    with pytest.raises(ValueError, match="cannot read"):
+        asyncio.run(old.judge([request("bad")]))

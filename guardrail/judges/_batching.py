@@ -19,7 +19,9 @@ class CallQueue:
     """Concurrent callers' requests handed to ``run`` one call at a time: requests that arrive while
     a call runs wait, and every waiting caller's go together into the next call, up to
     ``max_requests`` (one caller's requests are never split). A lone caller's run starts at once.
-    A caller that went away before its turn is not judged. Queues are kept per event loop."""
+    A caller that went away before its turn is not judged. A call that fails with several callers
+    in it is made again for each of them alone: only the callers whose requests fail get the
+    error. Queues are kept per event loop, and dropped when the loop's last caller is answered."""
 
     def __init__(
         self,
@@ -44,36 +46,66 @@ class CallQueue:
         future: asyncio.Future[list[JudgeVerdict]] = loop.create_future()
         queue.pending.append((list(requests), future))
         if queue.worker is None or queue.worker.done():
-            queue.worker = loop.create_task(self._drain(queue))
+            queue.worker = loop.create_task(self._drain(loop, queue))
         return await future
 
-    async def _drain(self, queue: _JudgeQueue) -> None:
-        while queue.pending:
-            batch: list[tuple[list[JudgeRequest], asyncio.Future[list[JudgeVerdict]]]] = []
-            size = 0
-            while queue.pending and (not batch or size + len(queue.pending[0][0]) <= self.max_requests):
-                item = queue.pending.popleft()
-                if item[1].done():  # its caller went away
-                    continue
-                batch.append(item)
-                size += len(item[0])
-            if not batch:
-                continue
-            flat = [r for requests, _ in batch for r in requests]
-            try:
-                verdicts = await self.run(flat)
-                if len(verdicts) != len(flat):
-                    raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(flat)} requests")
-            except Exception as exc:
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            start = 0
+    async def _drain(self, loop: asyncio.AbstractEventLoop, queue: _JudgeQueue) -> None:
+        try:
+            while queue.pending:
+                batch: list[tuple[list[JudgeRequest], asyncio.Future[list[JudgeVerdict]]]] = []
+                size = 0
+                while queue.pending and (not batch or size + len(queue.pending[0][0]) <= self.max_requests):
+                    item = queue.pending.popleft()
+                    if item[1].done():  # its caller went away
+                        continue
+                    batch.append(item)
+                    size += len(item[0])
+                if batch:
+                    await self._judge_batch(batch)
+        finally:
+            # The queue goes with its last caller: it holds its loop (the worker task's), and a
+            # loop per sync call (anyio.run) would otherwise be kept for as long as the judge lives.
+            queue.worker = None
+            for _, future in queue.pending:
+                future.cancel()  # only when the worker itself was cancelled: its loop is closing
+            queue.pending.clear()
+            if self._queues.get(loop) is queue:
+                del self._queues[loop]
+
+    async def _judge_batch(self, batch: list[tuple[list[JudgeRequest], asyncio.Future[list[JudgeVerdict]]]]) -> None:
+        """Judge the callers of ``batch`` in one call; when it fails and holds several callers, each
+        caller's requests again on their own, so that one caller's bad request fails only that caller."""
+        flat = [r for requests, _ in batch for r in requests]
+        try:
+            verdicts = await self._checked_run(flat)
+        except Exception as exc:
+            if len(batch) == 1:
+                if not batch[0][1].done():
+                    batch[0][1].set_exception(exc)
+                return
             for requests, future in batch:
-                if not future.done():
-                    future.set_result(verdicts[start : start + len(requests)])
-                start += len(requests)
+                if future.done():
+                    continue
+                try:
+                    own = await self._checked_run(requests)
+                except Exception as own_exc:
+                    if not future.done():
+                        future.set_exception(own_exc)
+                else:
+                    if not future.done():
+                        future.set_result(own)
+            return
+        start = 0
+        for requests, future in batch:
+            if not future.done():
+                future.set_result(verdicts[start : start + len(requests)])
+            start += len(requests)
+
+    async def _checked_run(self, requests: list[JudgeRequest]) -> list[JudgeVerdict]:
+        verdicts = await self.run(requests)
+        if len(verdicts) != len(requests):
+            raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(requests)} requests")
+        return verdicts
 
 
 class BatchingJudge:
