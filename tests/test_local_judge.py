@@ -540,6 +540,29 @@ def _verify(judge: LocalJudge, claim: str, text: str) -> tuple[Label, str | None
     return report.overall, report.citations[0].evidence_quote
 
 
+def test_a_verdict_does_not_depend_on_what_else_is_judged_with_it(judge: LocalJudge) -> None:
+    # Concurrent callers' requests share scoring passes (LocalJudge.judge): a request's verdict
+    # must be the one it gets alone, whatever the others pad its batches to.
+    def request(claim: str, text: str, title: str) -> JudgeRequest:
+        return JudgeRequest(claim=claim, passages=[text], title=title)
+
+    own = [
+        request("Titanic was directed by Steven Spielberg.", TITANIC_TEXT, "Titanic"),
+        request("Water boils at 50 degrees Celsius at sea level.", BOILING_TEXT, "Boiling point"),
+    ]
+    others = [
+        request("Titanic won 11 Academy Awards.", TITANIC_TEXT, "Titanic"),
+        request("Water boils at 100 degrees Celsius at sea level.", BOILING_TEXT, "Boiling point"),
+        request("The Eiffel Tower is in Paris.", UNRELATED_TEXT, "Unrelated"),
+    ]
+    alone = [judge.judge_sync([r])[0] for r in own]
+    merged = judge.judge_sync([others[0], own[0], others[1], own[1], others[2]])
+    for a, m in zip(alone, [merged[1], merged[3]], strict=True):
+        assert (m.label, m.evidence_quote, m.reason) == (a.label, a.evidence_quote, a.reason)
+        assert m.confidence == pytest.approx(a.confidence, abs=1e-4)
+    assert [a.label for a in alone] == ["contradicted", "contradicted"]
+
+
 def test_a_name_sharing_only_its_generic_words_is_another_thing() -> None:
     assert not checks.names_the_same("Alder River", "The Birch River is 107 kilometres long.")
     assert checks.names_the_same("Alder River", "The Alder is a river of the north.")
