@@ -113,3 +113,17 @@ def test_a_judge_pickled_before_its_queue_existed_still_judges() -> None:
     assert [v.detail for v in asyncio.run(old.judge([request("a")]))] == ["a"]
     with pytest.raises(ValueError, match="cannot read"):
         asyncio.run(old.judge([request("bad")]))
+
+
+async def test_callers_are_not_left_waiting_when_the_queue_stops() -> None:
+    judge = HeldJudge()
+    first = asyncio.create_task(judge.judge([request("a")]))
+    assert await asyncio.to_thread(judge.started.wait, 10)
+    waiting = asyncio.create_task(judge.judge([request("b")]))
+    await asyncio.sleep(0.05)
+    workers = [t for t in asyncio.all_tasks() if t not in (first, waiting, asyncio.current_task())]
+    for worker in workers:  # what a closing event loop does to the queue's worker
+        worker.cancel()
+    judge.release.set()
+    done, _ = await asyncio.wait([first, waiting], timeout=10)
+    assert {first, waiting} == done and first.cancelled() and waiting.cancelled()

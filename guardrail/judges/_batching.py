@@ -50,9 +50,10 @@ class CallQueue:
         return await future
 
     async def _drain(self, loop: asyncio.AbstractEventLoop, queue: _JudgeQueue) -> None:
+        batch: list[tuple[list[JudgeRequest], asyncio.Future[list[JudgeVerdict]]]] = []
         try:
             while queue.pending:
-                batch: list[tuple[list[JudgeRequest], asyncio.Future[list[JudgeVerdict]]]] = []
+                batch = []
                 size = 0
                 while queue.pending and (not batch or size + len(queue.pending[0][0]) <= self.max_requests):
                     item = queue.pending.popleft()
@@ -66,8 +67,8 @@ class CallQueue:
             # The queue goes with its last caller: it holds its loop (the worker task's), and a
             # loop per sync call (anyio.run) would otherwise be kept for as long as the judge lives.
             queue.worker = None
-            for _, future in queue.pending:
-                future.cancel()  # only when the worker itself was cancelled: its loop is closing
+            for _, future in [*batch, *queue.pending]:
+                future.cancel()  # a no-op unless the worker itself was cancelled (its loop is closing)
             queue.pending.clear()
             if self._queues.get(loop) is queue:
                 del self._queues[loop]
