@@ -127,7 +127,11 @@ class BatchingJudge:
         self.model: str = inner.model
         self.cpu_bound: bool = inner.cpu_bound
         self._calls = CallQueue(inner.judge, max_requests=max_requests)
-        self.max_requests = max_requests
+
+    @property
+    def max_requests(self) -> int:
+        """The most requests one inner call takes (one caller's are never split)."""
+        return self._calls.max_requests
 
     def load(self) -> None:
         """Load the inner judge's model now."""
