@@ -245,6 +245,15 @@ def _bar(rows: Sequence[Row], t_con: float, t_conflict: float | None, view: str 
     return np.where(_stated(rows, view), t_con if t_conflict is None else t_conflict, t_con)
 
 
+def _support_ruled_out(p: np.ndarray, rows: Sequence[Row], view: str) -> np.ndarray:
+    """``p`` with support ruled out (:func:`guardrail.judges._decision.rule_out_support`) on the rows
+    whose ``view`` features show a support conflict (:func:`guardrail.judges._decision.support_conflicts`)."""
+    from guardrail.judges._decision import rule_out_support, support_conflicts
+
+    x = np.vstack([getattr(r, view) for r in rows])
+    return np.where(support_conflicts(x)[:, None], rule_out_support(p), p)
+
+
 def runtime_probabilities(
     first: np.ndarray,
     full: np.ndarray,
@@ -259,10 +268,7 @@ def runtime_probabilities(
     request (:func:`settled_rows`), else both rounds'; a support ruled out
     (:func:`guardrail.judges._decision.support_conflicts`) has its share given to the other two
     labels (:func:`guardrail.judges._decision.rule_out_support`)."""
-    from guardrail.judges._decision import rule_out_support, support_conflicts
-
-    x_full = np.vstack([r.full for r in rows])
-    full = np.where(support_conflicts(x_full)[:, None], rule_out_support(full), full)
+    full = _support_ruled_out(full, rows, "full")
     settled, first = settled_rows(first, settle, t_con, t_sup, rows, t_conflict, settle_none)
     return np.where(settled[:, None], first, full)
 
@@ -279,10 +285,7 @@ def settled_rows(
     """Which rows the first round settles, as :func:`guardrail.judges._decision.settled` rules
     (support or contradiction at least ``settle``, or both below ``settle_none``), and the first
     round's probabilities with any support ruled out."""
-    from guardrail.judges._decision import rule_out_support, support_conflicts
-
-    x_first = np.vstack([r.first for r in rows])
-    first = np.where(support_conflicts(x_first)[:, None], rule_out_support(first), first)
+    first = _support_ruled_out(first, rows, "first")
     bar_first = np.maximum(settle, _bar(rows, t_con, t_conflict, "first"))
     settled = (first[:, 0] >= max(settle, t_sup)) | (first[:, 1] >= bar_first)
     settled |= np.maximum(first[:, 0], first[:, 1]) < settle_none
