@@ -69,6 +69,121 @@ def test_an_antonym_flip_needs_the_rest_of_the_claim_to_match() -> None:
     assert checks.antonym_flip("Sales increased in 2010.", "The river level decreased after the storm.") is None
 
 
+COFFEE = (
+    "In this cohort of 80,000 women, higher coffee consumption was associated with a lower risk of type 2 diabetes."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "flip"),
+    [
+        # What each direction word moves decides, not the words alone.
+        ("Coffee consumption increases the risk of type 2 diabetes.", COFFEE, ("increases", "lower")),
+        ("Coffee consumption is associated with a lower risk of type 2 diabetes.", COFFEE, None),
+        (
+            "The drug increased blood pressure in patients.",
+            "Compared with placebo, the drug lowered systolic blood pressure by 12 mmHg in patients.",
+            ("increased", "lowered"),
+        ),
+        ("Blood pressure rose after the treatment.", "Blood pressure fell after the treatment.", ("rose", "fell")),
+        ("Prices rose sharply during the war.", "During the war, prices fell.", ("rose", "fell")),
+        # Negated, it is the negation checks' business; a bound is the quantity checks'.
+        (
+            "Vitamin D supplementation reduces the risk of fractures.",
+            "Vitamin D supplementation did not reduce the risk of fractures.",
+            None,
+        ),
+        ("Brazil has more than 200 million inhabitants.", "Brazil has fewer inhabitants than India.", None),
+        # The claim moves the same thing the evidence's way too.
+        ("The drug raised HDL levels and lowered LDL levels.", "The drug lowered LDL levels.", None),
+        # "did not increase" is no opposite of "decreased".
+        ("Vitamin D did not increase the risk of falls.", "Vitamin D decreased the risk of falls.", None),
+        # Another thing moved: a shared word is not the same quantity.
+        (
+            "Arctic sea ice loss is matched by Antarctic sea ice gain.",
+            "Warming led to diminished ice in the Greenland ice sheet.",
+            None,
+        ),
+        # A direction noun before its verb moves what qualifies it, not what follows.
+        (
+            "The decline in tree-ring growth is openly discussed in papers and IPCC reports.",
+            "The implications of the decline are discussed in Chapter 2 of the IPCC report.",
+            None,
+        ),
+        # "which is higher than": what the relative pronoun stands for.
+        (
+            "The town reported a lower median household income than the national median.",
+            "The town reported a median household income of $87,894, which is higher than the national median.",
+            ("lower", "higher"),
+        ),
+        # "more than 5 million" bounds a value; "lower than expected" is no bound.
+        ("Sales were more than 5 million.", "Sales were lower than expected, at 6 million.", None),
+    ],
+)
+def test_a_direction_flip_needs_the_same_thing_moved(claim: str, evidence: str, flip: tuple[str, str] | None) -> None:
+    assert checks.antonym_flip(claim, evidence, 0.5) == flip
+
+
+def test_a_direction_word_names_what_it_moves() -> None:
+    # The "falls" of "the risk of falls" names what is counted; it moves nothing.
+    assert checks._directions("Vitamin D lowers the risk of falls.") == ((-1, "lowers", frozenset({"risk"})),)
+    assert checks._directions("Blood pressure rose sharply after the treatment.") == (
+        (1, "rose", frozenset({"blood", "pressure"})),
+    )
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "conflict", "missing"),
+    [
+        # A bound is stated by any value within it, and at odds with a value outside it.
+        (
+            "Brazil has more than 200 million inhabitants.",
+            "Brazil has a population of over 203 million people.",
+            None,
+            [],
+        ),
+        (
+            "Brazil has a population of about 120 million people.",
+            "Brazil has a population of over 203 million people.",
+            ("120 million people", "203 million people"),
+            ["120 million people"],
+        ),
+        (
+            "The film grossed less than $100 million worldwide.",
+            "The film grossed $412 million worldwide.",
+            ("$100 million worldwide", "$412 million worldwide"),
+            ["$100 million worldwide"],
+        ),
+        ("The film grossed less than $100 million.", "The film grossed $82 million.", None, []),
+        # A rounded claim is at odds only with a value far from it.
+        ("The tower is about 330 metres tall.", "The tower is 324 metres tall.", None, []),
+        (
+            "Humans emit around 29 billion tonnes of carbon dioxide a year.",
+            "Burning fossil fuels produces around 21.3 billion tonnes of carbon dioxide a year.",
+            None,
+            ["29 billion tonnes"],
+        ),
+        # An exact value, as before.
+        ("Water boils at 50 degrees.", "Water boils at 100 degrees.", ("50 degrees", "100 degrees"), ["50 degrees"]),
+        # Two ratios are seldom of the same two things.
+        (
+            "Methane is a more potent greenhouse gas than CO2, but there is over 200 times more CO2 in the air.",
+            "Methane is a strong greenhouse gas, 84 times more potent than CO2 over 20 years.",
+            None,
+            ["200 times"],
+        ),
+        # A value of another order says nothing of a bound.
+        ("The firm has fewer than 1,000 employees.", "The firm works in 40 countries.", None, ["1000 employees"]),
+    ],
+)
+def test_a_bounded_or_rounded_value_is_read_as_what_it_allows(
+    claim: str, evidence: str, conflict: tuple[str, str] | None, missing: list[str]
+) -> None:
+    found = checks.conflicting_quantity(claim, evidence)
+    assert ((found[0].raw, found[1].raw) if found else None) == conflict
+    assert [q.raw for q in checks.missing_numbers(claim, evidence)] == missing
+
+
 @pytest.mark.parametrize(
     ("text", "english"),
     [
@@ -202,3 +317,29 @@ def test_an_opening_phrase_before_the_main_clause_is_not_an_apposition() -> None
         "Titanic was directed by James Cameron",
         "James Cameron is a Canadian filmmaker",
     ]
+
+
+DIABETES = (
+    "Coffee and type 2 diabetes. In this cohort of 80,000 women, higher coffee consumption was associated with a "
+    "lower risk of type 2 diabetes."
+)
+TRIAL = "Compared with placebo, the drug lowered systolic blood pressure by 12 mmHg in patients with hypertension."
+BRAZIL = "Brazil is the largest country in South America, with a population of over 203 million people."
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("claim", "page", "label"),
+    [
+        # "higher coffee consumption ... lower risk": the "higher" moves the coffee, not the risk.
+        ("Coffee consumption is associated with a lower risk of type 2 diabetes.", DIABETES, Label.supported),
+        ("Coffee consumption increases the risk of type 2 diabetes.", DIABETES, Label.contradicted),
+        ("The drug increased blood pressure in patients.", TRIAL, Label.contradicted),
+        ("Brazil has more than 200 million inhabitants.", BRAZIL, Label.supported),
+        ("Brazil has a population of about 120 million people.", BRAZIL, Label.contradicted),
+    ],
+)
+def test_which_way_a_quantity_moves_and_where_a_bound_lies_decide(
+    verifier: Verifier, claim: str, page: str, label: Label
+) -> None:
+    assert _check(verifier, claim, page).overall == label

@@ -385,11 +385,50 @@ _MONTHS = {
 
 @dataclass(frozen=True)
 class Quantity:
-    """A number found in text: its value, a normalised unit (``year`` for years), the raw text."""
+    """A number found in text: its value, a normalised unit (``year`` for years), the raw text, and
+    how the text bounds it: ``exact``, ``about`` ("about 120 million", "nearly 40%"), ``above``
+    ("more than 200 million", "over 40%") or ``below`` ("less than $100 million", "up to 5 km")."""
 
     value: float
     unit: str | None
     raw: str
+    bound: str = "exact"
+
+    def interval(self) -> tuple[float, float]:
+        """The values the text allows (``about``: within :data:`HEDGE_TOLERANCE`)."""
+        v = self.value
+        if self.bound == "about":
+            return v - HEDGE_TOLERANCE * abs(v), v + HEDGE_TOLERANCE * abs(v)
+        if self.bound == "above":
+            return v, math.inf
+        if self.bound == "below":
+            return -math.inf, v
+        return v, v
+
+
+_BOUNDS = (
+    (
+        "above",
+        re.compile(
+            r"\b(?:more than|over|above|at least|exceeding|in excess of|upwards of|greater than|no fewer than"
+            r"|no less than|beyond)\s*$"
+        ),
+    ),
+    ("below", re.compile(r"\b(?:less than|fewer than|under|below|at most|up to|no more than|no greater than)\s*$")),
+    (
+        "about",
+        re.compile(
+            r"(?:\b(?:about|around|approximately|roughly|some|circa|nearly|almost|close to|an estimated"
+            r"|estimated)|~)\s*$"
+        ),
+    ),
+)
+
+
+def _bound(before: str) -> str:
+    """How the words just before a number bound it (see :class:`Quantity`)."""
+    tail = before[-24:].lower()  # the longest bound, "no greater than", and its spaces
+    return next((name for name, pattern in _BOUNDS if pattern.search(tail)), "exact")
 
 
 def quantities(text: str) -> list[Quantity]:
@@ -427,7 +466,8 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
             unit = "year"
         if is_word and unit is None and not scale and value < 10:
             continue  # "three of them" is rarely the fact a claim hinges on
-        out.append(Quantity(value=value, unit=unit, raw=m.group(0).strip()))
+        bound = _bound(m.string[max(0, m.start() - 24) : m.start()])
+        out.append(Quantity(value=value, unit=unit, raw=m.group(0).strip(), bound=bound))
     return tuple(out)
 
 
@@ -437,49 +477,75 @@ def _same_value(a: float, b: float) -> bool:
     return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 
+def _states(claim: Quantity, stated: Quantity) -> bool:
+    """Whether a value the evidence states says what the claim's quantity says: the same value, or
+    one within the claim's bound ("over 203 million" states "more than 200 million")."""
+    if _same_value(claim.value, stated.value):
+        return True
+    if claim.bound in ("above", "below") and not (0.1 * abs(claim.value) <= abs(stated.value) <= 10 * abs(claim.value)):
+        return False  # "40 countries" says nothing of "fewer than 1,000 employees"
+    low, high = claim.interval()
+    s_low, s_high = stated.interval()
+    slack = 1e-9 * max(abs(claim.value), abs(stated.value))
+    return low - slack <= s_low and s_high <= high + slack
+
+
+def _compatible(a: Quantity, b: Quantity) -> bool:
+    """Whether two quantities can be the same value ("about 40%" and "43%"; "over 200" and "250")."""
+    if _same_value(a.value, b.value):
+        return True
+    a_low, a_high = a.interval()
+    b_low, b_high = b.interval()
+    return a_low <= b_high and b_low <= a_high
+
+
 def missing_numbers(claim: str, evidence: str) -> list[Quantity]:
-    """Quantities of the claim whose value the evidence does not state (in any unit)."""
-    have = [q.value for q in quantities(evidence)]
-    return [q for q in quantities(claim) if not any(_same_value(q.value, v) for v in have)]
+    """Quantities of the claim that no value of the evidence states (in any unit; a bound such as
+    "more than 200 million" is stated by any value within it)."""
+    have = quantities(evidence)
+    return [q for q in quantities(claim) if not any(_states(q, v) for v in have)]
 
 
 def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity] | None:
     """A claim quantity that the evidence does not state while it states another value for the
-    same unit (``50 degrees`` vs ``100 degrees``): the claim's number and the evidence's."""
-    if _RANGE.search(evidence) or _APPROX.search(claim):
-        return None  # "95-100%", "between 36 and 72", "about 1.8 billion": not one exact value to differ from
+    same unit that cannot be the claim's (``50 degrees`` vs ``100 degrees``; "less than $100
+    million" vs "$412 million"; "about 120 million people" vs "over 203 million people"): the
+    claim's number and the evidence's."""
+    if _RANGE.search(evidence):
+        return None  # "95-100%", "between 36 and 72": not one value to differ from
     ev = quantities(evidence)
     for q in missing_numbers(claim, evidence):
         if q.unit is None or q.unit == "year":
             continue
+        if q.unit == "times" and q.bound != "exact":
+            continue  # "over 200 times more CO2" beside "84 times greater than CO2": two different ratios
         same_unit = [other for other in ev if other.unit == q.unit]
-        if any(_roughly(q, other, matchable(evidence)) for other in same_unit):
+        if any(_compatible(q, other) for other in same_unit):
             continue  # "increased by about 40% and 150%" states the claim's "43 percent", rounded
-        for other in same_unit:
-            if not _same_value(other.value, q.value):
-                return q, other
+        if q.bound == "about":
+            # A rounded claim is at odds only with a value far from it: "around 29 billion tonnes"
+            # beside "around 21.3 billion tonnes" is more often another quantity than another value.
+            same_unit = [o for o in same_unit if _ratio(q.value, o.value) >= _FAR]
+        if same_unit:
+            return q, same_unit[0]
     return None
 
 
+_FAR = 1.5
+"""How many times larger (or smaller) a value must be to be at odds with a rounded claim's."""
+
+
+def _ratio(a: float, b: float) -> float:
+    low, high = sorted((abs(a), abs(b)))
+    return math.inf if low == 0 else high / low
+
+
 HEDGE_TOLERANCE = 0.15
-"""How far apart a claim's value and a value the evidence hedges ("about 40%", "nearly 2 million")
-may be and still not conflict: rounded prose is not another value."""
-
-
-def _roughly(value: Quantity, stated: Quantity, text: str) -> bool:
-    """Whether ``text`` states ``stated`` after a hedge ("about", "around", "nearly", ...) within
-    ``HEDGE_TOLERANCE`` of ``value``."""
-    if abs(stated.value - value.value) > HEDGE_TOLERANCE * max(abs(stated.value), abs(value.value)):
-        return False
-    return re.search(_HEDGE_WORDS + r"\s+[$€£]?" + re.escape(stated.raw), text, re.IGNORECASE) is not None
+"""How far from a hedged value ("about 40%", "nearly 2 million") another may be and still be the
+same: rounded prose is not another value."""
 
 
 _RANGE = re.compile(r"\d\s*(?:-|–|—|to)\s*[$€£]?\d|\bbetween\s+[$€£]?\d", re.IGNORECASE)
-_HEDGE_WORDS = (
-    r"\b(?:about|around|approximately|roughly|nearly|almost|over|under|more than|less than|at least|up to|some)"
-)
-_APPROX = re.compile(_HEDGE_WORDS + r"\s+[$€£]?\d", re.IGNORECASE)
-
 
 _OPEN_YEAR = re.compile(
     r"\b(?:by|before|after|since|until|till|from|between|through|to|around|circa|c\.|pre|post)\s+(?:the\s+)?"
@@ -560,18 +626,128 @@ def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[s
     """A word of the claim that the evidence turns into its opposite while matching the rest of the
     claim (at least ``min_overlap`` of its other content words): ("increased", "decreased") for
     "Sales increased in 2010." against "Sales decreased in 2010.". Set phrases ("in short", "at
-    last") are not read for opposites. None otherwise."""
+    last") are not read for opposites. Words that say which way something moves ("increases",
+    "lower") are read with what they move (:func:`direction_flip`). None otherwise."""
     claim_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", claim).lower())}
     ev_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", evidence).lower())}
-    # The claim's word need not be missing from the evidence: "at higher altitudes water boils at
-    # a higher temperature" against "at higher altitudes ... water boils at a lower temperature".
+    # The claim's word need not be missing from the evidence (a sentence may hold both words).
     new_words = ev_words - claim_words
-    pairs = sorted((other, word) for word in claim_words for other in opposites(word) & new_words)
+    pairs = sorted(
+        (other, word)
+        for word in claim_words
+        for other in opposites(word) & new_words
+        if not (word in _DIRECTION and other in _DIRECTION)
+    )
     for other, word in pairs:
         rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
         if overlap(rest, evidence) >= min_overlap:
             return word, other
+    return direction_flip(claim, evidence, min_overlap)
+
+
+_UP_WORDS = (
+    "increase increases increased increasing rise rises rose risen rising grow grows grew grown growing growth "
+    "higher highest more greater greatest larger largest bigger biggest raise raises raised raising boost boosts "
+    "boosted boosting elevate elevates elevated elevating enhance enhances enhanced enhancing expand expands "
+    "expanded expanding accelerate accelerates accelerated accelerating gain gains gained gaining"
+)
+_DOWN_WORDS = (
+    "decrease decreases decreased decreasing reduce reduces reduced reducing reduction reductions lower lowers "
+    "lowered lowering lowest less lesser least fewer fewest smaller smallest fall falls fell fallen falling drop "
+    "drops dropped dropping decline declines declined declining shrink shrinks shrank shrunk shrinking diminish "
+    "diminishes diminished diminishing lessen lessens lessened weaken weakens weakened slower slowest"
+)
+_DIRECTION: dict[str, int] = {**{w: 1 for w in _UP_WORDS.split()}, **{w: -1 for w in _DOWN_WORDS.split()}}
+"""Words that say which way a quantity moves or compares: +1 up, -1 down."""
+_BREAK_WORDS = (
+    "and but or while whereas although though than compared versus vs which who that when because if "
+    "after before during since until following by from to at for among within across over per with"
+)
+_TARGET_BREAK = frozenset(_BREAK_WORDS.split())
+"""Words that end what a direction word moves: a new clause, or a phrase of time, place, agent or
+measure ("rose after the treatment" moves what came before it, not the treatment)."""
+_DIRECTION_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d[\d,.]*|[$€£,;:.!?()]")
+_AUXILIARY = frozenset({"is", "are", "was", "were", "has", "have", "had", "will", "would", "can", "could", "may", "be"})
+_NEGATOR = frozenset({"not", "no", "never", "without", "nor", "neither", "n't", "cannot"})
+_RELATIVE = frozenset({"which", "that", "who"})
+
+
+@_Memoised
+def _directions(text: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
+    """Each direction word of ``text`` that no negation governs, with its sign and what it moves: the
+    content words after it up to a clause break ("lower risk of diabetes", "increased blood
+    pressure"), or, when none follow, those before it ("blood pressure rose")."""
+    tokens = _DIRECTION_TOKEN.findall(_IDIOMS.sub(" , ", text.lower()).replace("n't", " n't"))
+    found: list[tuple[int, str, frozenset[str]]] = []
+    for i, token in enumerate(tokens):
+        sign = _DIRECTION.get(token)
+        if sign is None or any(t in _NEGATOR for t in tokens[max(0, i - 3) : i]):
+            continue
+        if tokens[i - 1 : i] == ["of"]:
+            continue  # "the risk of falls", "a rate of decline": the name of what is counted
+        if tokens[i + 1 : i + 2] == ["than"] and tokens[i + 2 : i + 3] and not tokens[i + 2][0].isalpha():
+            continue  # "more than 200 million": a bound on a value, which the quantity checks read
+        after = tokens[i + 1 : i + 2]
+        if after and after[0] in _AUXILIARY:
+            # "tree-ring growth is discussed": a noun, which moves what qualifies it
+            target = _direction_target(tokens[:i][::-1], backward=True)
+        else:
+            target = _direction_target(tokens[i + 1 :]) or _direction_target(tokens[:i][::-1], backward=True)
+        if target:
+            found.append((sign, token, target))
+    return tuple(found)
+
+
+def _direction_target(tokens: Sequence[str], backward: bool = False) -> frozenset[str]:
+    """Up to three content words (stemmed) from the start of ``tokens``, stopping at a clause break or
+    another direction word. ``backward`` (``tokens`` reversed, read towards the sentence's start)
+    also reads past a comma, a relative pronoun or an auxiliary to the noun they follow ("a median
+    income of $87,894, which is higher")."""
+    words: list[str] = []
+    for token in tokens:
+        if (
+            token[0].isdigit()
+            or token in "$€£"
+            or (backward and (token == "," or token in _RELATIVE or token in _AUXILIARY))
+        ):
+            continue
+        if not token[0].isalpha() or token in _TARGET_BREAK or token in _DIRECTION:
+            break
+        if token not in STOPWORDS and len(token) > 1 and not (token.endswith("ly") and len(token) > 4):
+            words.append(_stem(token))  # adverbs ("rose sharply") say how, not what
+            if len(words) == 3:
+                break
+    return frozenset(words)
+
+
+def direction_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[str, str] | None:
+    """A direction word of the claim and one of the evidence that move the same thing opposite ways
+    ("increases the risk of diabetes" against "associated with a lower risk of diabetes"), where the
+    evidence never moves it the claim's way and matches the rest of the claim (``min_overlap`` of its
+    other content words). What each word moves decides: "higher coffee consumption was associated
+    with a lower risk" states no opposite of "a lower risk". None otherwise."""
+    theirs = _directions(evidence)
+    if not theirs:
+        return None
+    ours = _directions(claim)
+    for sign, word, target in ours:
+        against = [(other, t) for s, other, t in theirs if s != sign and _same_target(target, t)]
+        if not against or any(s == sign and _same_target(target, t) for s, _, t in theirs):
+            continue
+        if any(s != sign and _same_target(mine, t) for s, _, mine in ours for _, t in against):
+            continue  # the claim moves it that way too ("raised HDL levels and lowered LDL levels")
+        rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
+        if overlap(rest, evidence) >= min_overlap:
+            return word, against[0][0]
     return None
+
+
+def _same_target(claimed: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether a direction word moves what one of the claim moves (``claimed``): at least half of
+    the claim's words for it ("sea ice" of "Antarctic sea ice" is not "ice in the Greenland ice
+    sheet"; "blood pressure" is "systolic blood pressure")."""
+    shared = len(claimed & other)
+    return shared > 0 and 2 * shared >= len(claimed)
 
 
 # -- named entities ------------------------------------------------------------
