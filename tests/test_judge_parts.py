@@ -118,10 +118,43 @@ COFFEE = (
         ),
         # "more than 5 million" bounds a value; "lower than expected" is no bound.
         ("Sales were more than 5 million.", "Sales were lower than expected, at 6 million.", None),
+        # A trend that turns: the later word moves the same thing, though it does not say so.
+        ("Prices rose in 2020.", "Prices, which had fallen in 2019, rose in 2020.", None),
+        ("Crime has fallen since 1990.", "Crime rose in the 1980s but has fallen since 1990.", None),
+        # The same link stated from its other end.
+        (
+            "Higher income is associated with lower mortality.",
+            "Lower income was associated with higher mortality.",
+            None,
+        ),
+        # "in" ends what a verb moves; after "an increase" it says what the noun moves.
+        (
+            "Temperatures rose in the Arctic.",
+            "Temperatures rose in recent decades, and sea ice shrank in the Arctic.",
+            None,
+        ),
+        (
+            "There was an increase in the birth rate.",
+            "There was a decrease in the birth rate.",
+            ("increase", "decrease"),
+        ),
+        # A curly apostrophe negates as a straight one does.
+        ("Profits didn\u2019t fall in 2020.", "Profits rose in 2020.", None),
+        # A name is no direction.
+        (
+            "Greater Manchester has a population of 2.8 million.",
+            "The population of Greater Manchester is 2.8 million, smaller than Greater London.",
+            None,
+        ),
+        ("Enrollment increased at the university.", "At the university, Fall enrollment increased by 5%.", None),
     ],
 )
 def test_a_direction_flip_needs_the_same_thing_moved(claim: str, evidence: str, flip: tuple[str, str] | None) -> None:
     assert checks.antonym_flip(claim, evidence, 0.5) == flip
+
+
+def test_a_curly_apostrophe_negates() -> None:
+    assert checks.negation_count("Profits didn\u2019t fall.") == checks.negation_count("Profits didn't fall.") == 1
 
 
 def test_a_direction_word_names_what_it_moves() -> None:
@@ -171,6 +204,14 @@ def test_a_direction_word_names_what_it_moves() -> None:
             "Methane is a strong greenhouse gas, 84 times more potent than CO2 over 20 years.",
             None,
             ["200 times"],
+        ),
+        # "no more than" is an upper bound, "not less than" a lower one.
+        ("Turnout was no more than 40%.", "Turnout was 36%.", None, []),
+        (
+            "There were not less than 30 students.",
+            "There were 25 students.",
+            ("30 students", "25 students"),
+            ["30 students"],
         ),
         # A value of another order says nothing of a bound.
         ("The firm has fewer than 1,000 employees.", "The firm works in 40 countries.", None, ["1000 employees"]),

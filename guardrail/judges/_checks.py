@@ -407,6 +407,8 @@ class Quantity:
 
 
 _BOUNDS = (
+    ("below", re.compile(r"\b(?:no|not)\s+(?:more|greater|higher|over|above)(?:\s+than)?\s*$")),
+    ("above", re.compile(r"\b(?:no|not)\s+(?:less|fewer|lower|under|below)(?:\s+than)?\s*$")),
     (
         "above",
         re.compile(
@@ -517,8 +519,8 @@ def conflicting_quantity(claim: str, evidence: str) -> tuple[Quantity, Quantity]
     for q in missing_numbers(claim, evidence):
         if q.unit is None or q.unit == "year":
             continue
-        if q.unit == "times" and q.bound != "exact":
-            continue  # "over 200 times more CO2" beside "84 times greater than CO2": two different ratios
+        if q.unit == "times":
+            continue  # "over 200 times more CO2" beside "84 times greater than CO2": two ratios of other things
         same_unit = [other for other in ev if other.unit == q.unit]
         if any(_compatible(q, other) for other in same_unit):
             continue  # "increased by about 40% and 150%" states the claim's "43 percent", rounded
@@ -575,8 +577,8 @@ def conflicting_year(claim: str, evidence: str) -> tuple[Quantity, Quantity] | N
 # -- negation ----------------------------------------------------------------
 
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|none|neither|nor|nobody|nothing|without|cannot|n't|failed to|unable to|"
-    r"denied|denies|refused|lacks?|absent)\b|n't\b",
+    r"\b(?:not|no|never|none|neither|nor|nobody|nothing|without|cannot|n['’]t|failed to|unable to|"
+    r"denied|denies|refused|lacks?|absent)\b|n['’]t\b",
     re.IGNORECASE,
 )
 
@@ -661,12 +663,13 @@ _DIRECTION: dict[str, int] = {**{w: 1 for w in _UP_WORDS.split()}, **{w: -1 for 
 """Words that say which way a quantity moves or compares: +1 up, -1 down."""
 _BREAK_WORDS = (
     "and but or while whereas although though than compared versus vs which who that when because if "
-    "after before during since until following by from to at for among within across over per with"
+    "after before during since until following by from to at for among within across over per with in on as "
+    "between into through amid despite"
 )
 _TARGET_BREAK = frozenset(_BREAK_WORDS.split())
 """Words that end what a direction word moves: a new clause, or a phrase of time, place, agent or
 measure ("rose after the treatment" moves what came before it, not the treatment)."""
-_DIRECTION_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d[\d,.]*|[$€£,;:.!?()]")
+_DIRECTION_TOKEN = re.compile(r"[A-Za-z]+(?:'[a-z]+)?|\d[\d,.]*|[$€£,;:.!?()]")
 _AUXILIARY = frozenset({"is", "are", "was", "were", "has", "have", "had", "will", "would", "can", "could", "may", "be"})
 _NEGATOR = frozenset({"not", "no", "never", "without", "nor", "neither", "n't", "cannot"})
 _RELATIVE = frozenset({"which", "that", "who"})
@@ -676,13 +679,18 @@ _RELATIVE = frozenset({"which", "that", "who"})
 def _directions(text: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
     """Each direction word of ``text`` that no negation governs, with its sign and what it moves: the
     content words after it up to a clause break ("lower risk of diabetes", "increased blood
-    pressure"), or, when none follow, those before it ("blood pressure rose")."""
-    tokens = _DIRECTION_TOKEN.findall(_IDIOMS.sub(" , ", text.lower()).replace("n't", " n't"))
+    pressure"), or, when none follow, those before it ("blood pressure rose"); an empty set where
+    the sentence does not say ("Prices, which had fallen, rose": the "rose" moves the prices too)."""
+    cased = _DIRECTION_TOKEN.findall(_IDIOMS.sub(" , ", text.replace("\u2019", "'")).replace("n't", " n't"))
+    tokens = [t.lower() for t in cased]
     found: list[tuple[int, str, frozenset[str]]] = []
     for i, token in enumerate(tokens):
         sign = _DIRECTION.get(token)
         if sign is None or any(t in _NEGATOR for t in tokens[max(0, i - 3) : i]):
             continue
+        mid_sentence = i > 0 and tokens[i - 1] not in ".!?:;"
+        if cased[i][0].isupper() and (mid_sentence or (cased[i + 1 : i + 2] and cased[i + 1][0].isupper())):
+            continue  # "the Fall enrollment", "Greater Manchester": a name, not a direction
         if tokens[i - 1 : i] == ["of"]:
             continue  # "the risk of falls", "a rate of decline": the name of what is counted
         if tokens[i + 1 : i + 2] == ["than"] and tokens[i + 2 : i + 3] and not tokens[i + 2][0].isalpha():
@@ -692,9 +700,11 @@ def _directions(text: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
             # "tree-ring growth is discussed": a noun, which moves what qualifies it
             target = _direction_target(tokens[:i][::-1], backward=True)
         else:
-            target = _direction_target(tokens[i + 1 :]) or _direction_target(tokens[:i][::-1], backward=True)
-        if target:
-            found.append((sign, token, target))
+            following = tokens[i + 1 :]
+            if tokens[i - 1 : i] in (["a"], ["an"], ["the"]) and following[:1] == ["in"]:
+                following = following[1:]  # "an increase in the birth rate": a noun, and what it moves
+            target = _direction_target(following) or _direction_target(tokens[:i][::-1], backward=True)
+        found.append((sign, token, target))
     return tuple(found)
 
 
@@ -725,21 +735,27 @@ def direction_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple
     ("increases the risk of diabetes" against "associated with a lower risk of diabetes"), where the
     evidence never moves it the claim's way and matches the rest of the claim (``min_overlap`` of its
     other content words). What each word moves decides: "higher coffee consumption was associated
-    with a lower risk" states no opposite of "a lower risk". None otherwise."""
+    with a lower risk" states no opposite of "a lower risk". A claim whose every direction is
+    turned ("higher income, lower mortality" against "lower income, higher mortality") states the
+    same link from its other end. None otherwise."""
     theirs = _directions(evidence)
     if not theirs:
         return None
-    ours = _directions(claim)
+    ours = [d for d in _directions(claim) if d[2]]
+    flips: list[tuple[str, str]] = []
     for sign, word, target in ours:
-        against = [(other, t) for s, other, t in theirs if s != sign and _same_target(target, t)]
-        if not against or any(s == sign and _same_target(target, t) for s, _, t in theirs):
+        against = [(other, t) for s, other, t in theirs if s != sign and t and _same_target(target, t)]
+        # A direction word that does not say what it moves ("..., then rose") may move the claim's.
+        if not against or any(s == sign and (not t or _same_target(target, t)) for s, _, t in theirs):
             continue
         if any(s != sign and _same_target(mine, t) for s, _, mine in ours for _, t in against):
             continue  # the claim moves it that way too ("raised HDL levels and lowered LDL levels")
         rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
         if overlap(rest, evidence) >= min_overlap:
-            return word, against[0][0]
-    return None
+            flips.append((word, against[0][0]))
+    if not flips or (len(flips) >= 2 and len(flips) == len(ours)):
+        return None
+    return flips[0]
 
 
 def _same_target(claimed: frozenset[str], other: frozenset[str]) -> bool:
