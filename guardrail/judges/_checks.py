@@ -407,16 +407,14 @@ class Quantity:
 
 
 _BOUNDS = (
+    # A negated bound first: "no more than 40%" ends in "more than 40%".
     ("below", re.compile(r"\b(?:no|not)\s+(?:more|greater|higher|over|above)(?:\s+than)?\s*$")),
     ("above", re.compile(r"\b(?:no|not)\s+(?:less|fewer|lower|under|below)(?:\s+than)?\s*$")),
     (
         "above",
-        re.compile(
-            r"\b(?:more than|over|above|at least|exceeding|in excess of|upwards of|greater than|no fewer than"
-            r"|no less than|beyond)\s*$"
-        ),
+        re.compile(r"\b(?:more than|over|above|at least|exceeding|in excess of|upwards of|greater than|beyond)\s*$"),
     ),
-    ("below", re.compile(r"\b(?:less than|fewer than|under|below|at most|up to|no more than|no greater than)\s*$")),
+    ("below", re.compile(r"\b(?:less than|fewer than|under|below|at most|up to)\s*$")),
     (
         "about",
         re.compile(
