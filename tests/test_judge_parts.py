@@ -147,6 +147,12 @@ COFFEE = (
             None,
         ),
         ("Enrollment increased at the university.", "At the university, Fall enrollment increased by 5%.", None),
+        # A comparison told from its other side; the same side with the opposite word is a flip.
+        ("Team A scored more points than Team B.", "Team B scored fewer points than Team A.", None),
+        ("The Nile is longer than the Amazon.", "The Amazon is shorter than the Nile.", None),
+        ("The Nile is longer than the Amazon.", "The Nile is shorter than the Amazon.", ("longer", "shorter")),
+        # "conceded fewer": the word before it may be the verb, so it may move the claim's goals.
+        ("The team conceded fewer goals.", "The team scored more goals and conceded fewer.", None),
     ],
 )
 def test_a_direction_flip_needs_the_same_thing_moved(claim: str, evidence: str, flip: tuple[str, str] | None) -> None:
@@ -159,9 +165,9 @@ def test_a_curly_apostrophe_negates() -> None:
 
 def test_a_direction_word_names_what_it_moves() -> None:
     # The "falls" of "the risk of falls" names what is counted; it moves nothing.
-    assert checks._directions("Vitamin D lowers the risk of falls.") == ((-1, "lowers", frozenset({"risk"})),)
+    assert checks._directions("Vitamin D lowers the risk of falls.") == ((-1, "lowers", frozenset({"risk"}), True),)
     assert checks._directions("Blood pressure rose sharply after the treatment.") == (
-        (1, "rose", frozenset({"blood", "pressure"})),
+        (1, "rose", frozenset({"blood", "pressure"}), False),
     )
 
 

@@ -628,6 +628,9 @@ def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[s
     "Sales increased in 2010." against "Sales decreased in 2010.". Set phrases ("in short", "at
     last") are not read for opposites. Words that say which way something moves ("increases",
     "lower") are read with what they move (:func:`direction_flip`). None otherwise."""
+    ours, theirs = _than_anchor(claim), _than_anchor(evidence)
+    if ours and theirs and ours != theirs:
+        return None  # "the Nile is longer than the Amazon" told from the Amazon's side
     claim_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", claim).lower())}
     ev_words = {w for w in _LOWER_WORD.findall(_IDIOMS.sub(" ", evidence).lower())}
     # The claim's word need not be missing from the evidence (a sentence may hold both words).
@@ -643,6 +646,21 @@ def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[s
         if overlap(rest, evidence) >= min_overlap:
             return word, other
     return direction_flip(claim, evidence, min_overlap)
+
+
+_THAN = re.compile(r"\bthan\s+((?:[\w'\-]+\s*){1,4})", re.IGNORECASE)
+_THAN_SKIP = frozenset({"the", "a", "an", "in", "that", "those", "of", "for", "at", "on"})
+
+
+def _than_anchor(text: str) -> tuple[str, ...]:
+    """What a comparison compares with: the words after its "than" ("than Team B" -> ("team", "b"),
+    "than in Japan" -> ("japan",)); empty when the text compares nothing. A capital "A" is a name
+    here, not an article."""
+    m = _THAN.search(text)
+    if m is None:
+        return ()
+    words = [w for w in re.findall(r"[\w'\-]+", m.group(1)) if w == "A" or w.lower() not in _THAN_SKIP]
+    return tuple(w.lower() for w in words[:2])
 
 
 _UP_WORDS = (
@@ -674,14 +692,16 @@ _RELATIVE = frozenset({"which", "that", "who"})
 
 
 @_Memoised
-def _directions(text: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
+def _directions(text: str) -> tuple[tuple[int, str, frozenset[str], bool], ...]:
     """Each direction word of ``text`` that no negation governs, with its sign and what it moves: the
     content words after it up to a clause break ("lower risk of diabetes", "increased blood
     pressure"), or, when none follow, those before it ("blood pressure rose"); an empty set where
-    the sentence does not say ("Prices, which had fallen, rose": the "rose" moves the prices too)."""
+    the sentence does not say ("Prices, which had fallen, rose": the "rose" moves the prices too);
+    and whether it was read ahead of the word (False: "... and conceded fewer", where the word
+    before may be a verb, not the thing moved)."""
     cased = _DIRECTION_TOKEN.findall(_IDIOMS.sub(" , ", text.replace("\u2019", "'")).replace("n't", " n't"))
     tokens = [t.lower() for t in cased]
-    found: list[tuple[int, str, frozenset[str]]] = []
+    found: list[tuple[int, str, frozenset[str], bool]] = []
     for i, token in enumerate(tokens):
         sign = _DIRECTION.get(token)
         if sign is None or any(t in _NEGATOR for t in tokens[max(0, i - 3) : i]):
@@ -696,13 +716,16 @@ def _directions(text: str) -> tuple[tuple[int, str, frozenset[str]], ...]:
         after = tokens[i + 1 : i + 2]
         if after and after[0] in _AUXILIARY:
             # "tree-ring growth is discussed": a noun, which moves what qualifies it
-            target = _direction_target(tokens[:i][::-1], backward=True)
+            target, ahead = _direction_target(tokens[:i][::-1], backward=True), False
         else:
             following = tokens[i + 1 :]
             if tokens[i - 1 : i] in (["a"], ["an"], ["the"]) and following[:1] == ["in"]:
                 following = following[1:]  # "an increase in the birth rate": a noun, and what it moves
-            target = _direction_target(following) or _direction_target(tokens[:i][::-1], backward=True)
-        found.append((sign, token, target))
+            target = _direction_target(following)
+            ahead = bool(target)
+            if not ahead:
+                target = _direction_target(tokens[:i][::-1], backward=True)
+        found.append((sign, token, target, ahead))
     return tuple(found)
 
 
@@ -739,12 +762,13 @@ def direction_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple
     theirs = _directions(evidence)
     if not theirs:
         return None
-    ours = [d for d in _directions(claim) if d[2]]
+    ours = [(sign, word, target) for sign, word, target, _ in _directions(claim) if target]
     flips: list[tuple[str, str]] = []
     for sign, word, target in ours:
-        against = [(other, t) for s, other, t in theirs if s != sign and t and _same_target(target, t)]
-        # A direction word that does not say what it moves ("..., then rose") may move the claim's.
-        if not against or any(s == sign and (not t or _same_target(target, t)) for s, _, t in theirs):
+        against = [(other, t) for s, other, t, _ in theirs if s != sign and t and _same_target(target, t)]
+        # A direction word that does not say what it moves ("..., then rose"), or says it only by the
+        # words before it ("scored more goals and conceded fewer"), may move the claim's.
+        if not against or any(s == sign and (not ahead or _same_target(target, t)) for s, _, t, ahead in theirs):
             continue
         if any(s != sign and _same_target(mine, t) for s, _, mine in ours for _, t in against):
             continue  # the claim moves it that way too ("raised HDL levels and lowered LDL levels")
