@@ -642,10 +642,15 @@ def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[s
         if not (word in _DIRECTION and other in _DIRECTION)
     )
     for other, word in pairs:
-        rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
-        if overlap(rest, evidence) >= min_overlap:
+        if _rest_overlap(claim, word, evidence) >= min_overlap:
             return word, other
     return direction_flip(claim, evidence, min_overlap)
+
+
+def _rest_overlap(claim: str, word: str, evidence: str) -> float:
+    """:func:`overlap` of the claim without every occurrence of ``word`` (lower case, whole words):
+    how much of the rest of the claim the evidence says."""
+    return overlap(" ".join(w for w in _WORD.findall(claim) if w.lower() != word), evidence)
 
 
 _THAN = re.compile(r"\bthan\s+((?:[\w'\-]+\s*){1,4})", re.IGNORECASE)
@@ -772,8 +777,7 @@ def direction_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple
             continue
         if any(s != sign and _same_target(mine, t) for s, _, mine in ours for _, t in against):
             continue  # the claim moves it that way too ("raised HDL levels and lowered LDL levels")
-        rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != word)
-        if overlap(rest, evidence) >= min_overlap:
+        if _rest_overlap(claim, word, evidence) >= min_overlap:
             flips.append((word, against[0][0]))
     if not flips or (len(flips) >= 2 and len(flips) == len(ours)):
         return None
