@@ -159,6 +159,77 @@ def test_a_direction_flip_needs_the_same_thing_moved(claim: str, evidence: str, 
     assert checks.antonym_flip(claim, evidence, 0.5) == flip
 
 
+@pytest.mark.parametrize(
+    ("claim", "text", "unasserted"),
+    [
+        (
+            "Vitamin D reduces fractures.",
+            "Objective: To determine whether vitamin D reduces fractures. Methods: A trial.",
+            True,
+        ),
+        ("Vitamin D reduces fractures.", "Does vitamin D reduce fractures? We randomised adults.", True),
+        ("Salt raises blood pressure.", "The aim of this trial was to test if salt raises blood pressure.", True),
+        ("Salt raises blood pressure.", "This study was designed to test if salt raises blood pressure.", True),
+        ("Salt raises blood pressure.", "This review evaluates the evidence that salt raises blood pressure.", True),
+        ("Mindfulness improves memory.", "We hypothesised that mindfulness improves memory.", True),
+        ("Mindfulness improves memory.", "Previous studies have suggested that mindfulness improves memory.", True),
+        ("Mindfulness improves memory.", "It has been proposed that mindfulness improves memory.", True),
+        ("Mindfulness improves memory.", "It is unclear if mindfulness improves memory.", True),
+        # A finding that follows the question answers it.
+        (
+            "Vitamin D reduces fractures.",
+            "We investigated whether vitamin D reduces fractures and found that it did.",
+            False,
+        ),
+        # The claim is asserted before the question that follows it.
+        ("Vitamin D reduces fractures.", "Vitamin D reduces fractures; it is unclear whether calcium helps.", False),
+        # A concession is no question, nor a condition.
+        ("Vitamin D reduces fractures.", "Vitamin D reduced fractures, whether measured by X-ray or by report.", False),
+        ("Lead causes harm if swallowed.", "Lead is known to cause harm if swallowed.", False),
+        # A claim that asks is backed by the same words.
+        ("Whether salt raises blood pressure is unknown.", "Whether salt raises blood pressure is unknown.", False),
+        # A question about something else leaves the claim's sentence alone.
+        ("Vitamin D reduces fractures.", "Vitamin D reduced fractures. Does calcium help too?", False),
+        # A question answered at once (a page of questions and answers) says what its answer says.
+        ("Exercise eases anxiety.", "Does exercise ease anxiety? Yes, in most trials.", False),
+        ("Vitamin D reduces fractures in older adults.", "Vitamin D was studied in 2010. Does calcium help?", False),
+    ],
+)
+def test_a_question_an_aim_or_a_supposition_asserts_nothing(claim: str, text: str, unasserted: bool) -> None:
+    assert checks.unasserted(claim, text) is unasserted
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "swap"),
+    [
+        (
+            "Exercise reduces symptoms of anxiety.",
+            "Exercise reduced symptoms of depression in adults.",
+            ("anxiety", "depression"),
+        ),
+        ("He played guitar in the band.", "He played drums in the band from 1990.", ("guitar", "drums")),
+        ("The drug lowered tumour growth in humans.", "The drug lowered tumour growth in mice.", ("humans", "mice")),
+        (
+            "She won a silver medal at the 2008 Olympics.",
+            "At the 2008 Olympics she won the gold medal.",
+            ("silver", "gold"),
+        ),
+        # Both named: nothing in the claim's place.
+        ("He played guitar in the band.", "He played guitar and piano in the band.", None),
+        # Part of the claim left out is no swap: the other word is the claim's own.
+        ("He played guitar and drums in the band.", "He played drums in the band.", None),
+        # The claim's word in another form is still there.
+        ("The trial enrolled women.", "The trial enrolled a woman and men.", None),
+        # Another of the kind in a sentence about something else.
+        ("She won a silver medal at the 2008 Olympics.", "She lives in London with her husband.", None),
+    ],
+)
+def test_another_word_of_the_claims_kind_in_its_place_is_a_swap(
+    claim: str, evidence: str, swap: tuple[str, str] | None
+) -> None:
+    assert checks.kind_swap(claim, evidence) == swap
+
+
 def test_a_curly_apostrophe_negates() -> None:
     assert checks.negation_count("Profits didn\u2019t fall.") == checks.negation_count("Profits didn't fall.") == 1
 
@@ -390,3 +461,34 @@ def test_which_way_a_quantity_moves_and_where_a_bound_lies_decide(
     verifier: Verifier, claim: str, page: str, label: Label
 ) -> None:
     assert _check(verifier, claim, page).overall == label
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("claim", "page"),
+    [
+        # A study's question and the background it tests are not what it found.
+        (
+            "Mindfulness training improves working memory in adolescents.",
+            "Does mindfulness training improve working memory in adolescents? We conducted a randomised trial in "
+            "12 schools.",
+        ),
+        (
+            "Mindfulness training improves working memory in adolescents.",
+            "Previous studies have suggested that mindfulness training improves working memory in adolescents. We "
+            "tested this in a randomised trial of 12 schools.",
+        ),
+        # Another word of the claim's kind in its place.
+        (
+            "Exercise reduces symptoms of anxiety.",
+            "The meta-analysis found that exercise significantly reduced symptoms of depression compared with "
+            "control conditions.",
+        ),
+        (
+            "She won a silver medal at the 2008 Olympics.",
+            "At the 2008 Olympics in Beijing she won the gold medal in the 200 metres.",
+        ),
+    ],
+)
+def test_a_question_a_supposition_or_a_swapped_word_is_not_support(verifier: Verifier, claim: str, page: str) -> None:
+    assert _check(verifier, claim, page).overall == Label.not_found

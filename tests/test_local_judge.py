@@ -476,6 +476,79 @@ def test_a_window_that_decides_quotes_its_sentence_that_says_the_claim() -> None
     assert verdict.context == passage
 
 
+def _read_as(claim: str, passage: str, sentence: str, probs: tuple[float, float, float]):  # type: ignore[no-untyped-def]
+    # Every text holding ``sentence`` (alone, with its topic, in a window) gets the same reading, the
+    # rest reads neutral: what decides is how the words are taken.
+    request = JudgeRequest(claim=claim, passages=[passage])
+    table = {
+        c.model_text: probs for c in build_candidates(request, LocalJudgeConfig()).candidates if sentence in c.text
+    }
+    return _decided(claim, passage, table)
+
+
+VITAMIN_CLAIM = "Vitamin D supplementation reduces the risk of fractures in older adults."
+
+
+@pytest.mark.parametrize(
+    "aim",
+    [
+        "This study examined whether vitamin D supplementation reduces the risk of fractures in older adults.",
+        "Does vitamin D supplementation reduce the risk of fractures in older adults?",
+        "We hypothesised that vitamin D supplementation reduces the risk of fractures in older adults.",
+    ],
+)
+def test_an_aim_a_question_or_a_supposition_never_backs_the_claim(aim: str) -> None:
+    passage = f"{aim} We randomised 2,000 adults aged over 70."
+    assert _read_as(VITAMIN_CLAIM, passage, aim, (0.97, 0.02, 0.01)).label == "not_found"
+    # Nor does it contradict it: "We hypothesised that it does not" is no finding either.
+    assert _read_as(VITAMIN_CLAIM, passage, aim, (0.01, 0.02, 0.97)).label == "not_found"
+
+
+def test_the_finding_a_study_reports_backs_the_claim_beside_its_aim() -> None:
+    aim = "This study examined whether vitamin D supplementation reduces the risk of fractures in older adults."
+    finding = "Vitamin D supplementation reduced the risk of fractures in older adults by 23 percent."
+    verdict = _read_as(VITAMIN_CLAIM, f"{aim} {finding}", finding, (0.97, 0.02, 0.01))
+    assert verdict.label == "supported" and verdict.evidence_quote == finding
+
+
+def test_a_window_that_holds_an_aim_quotes_its_finding() -> None:
+    aim = "This study examined whether vitamin D supplementation reduces the risk of fractures in older adults."
+    finding = "With vitamin D supplementation, older adults had 23 percent fewer fractures than with placebo."
+    passage = f"{aim} {finding}"
+    request = JudgeRequest(claim=VITAMIN_CLAIM, passages=[passage])
+    table = {}
+    for c in build_candidates(request, LocalJudgeConfig()).candidates:
+        # The model reads the aim as saying the claim, the finding alone only half, and the two
+        # together as saying it: the window decides, and its quote must be what the study found.
+        table[c.model_text] = (0.97, 0.02, 0.01) if c.kind == "window" or aim in c.text else (0.45, 0.5, 0.05)
+    verdict = _decided(VITAMIN_CLAIM, passage, table)
+    assert verdict.label == "supported" and verdict.evidence_quote == finding and verdict.context == passage
+
+
+def test_a_part_of_a_claim_is_not_backed_by_an_aim() -> None:
+    claim = "The trial found that vitamin D reduced fractures and lowered blood pressure."
+    aim = "The trial examined whether vitamin D reduced fractures in older adults."
+    passage = f"{aim} Blood pressure was measured every month."
+    request = JudgeRequest(claim=claim, passages=[passage])
+    texts = [c.model_text for c in build_candidates(request, LocalJudgeConfig()).candidates if aim in c.text]
+    verdict = _decided(claim, passage, dict.fromkeys([*texts, aim], (0.97, 0.02, 0.01)))
+    assert verdict.label == "not_found"
+    assert verdict.supported_parts == [] and verdict.reason is None
+    assert verdict.missing_parts == [
+        "The trial found that vitamin D reduced fractures",
+        "The trial found that vitamin D lowered blood pressure",
+    ]
+
+
+def test_another_word_of_the_claims_kind_backs_nothing_but_may_contradict() -> None:
+    claim = "Exercise reduces symptoms of anxiety in adults."
+    swapped = "Exercise reduced symptoms of depression in adults."
+    assert _read_as(claim, swapped, swapped, (0.97, 0.02, 0.01)).label == "not_found"
+    assert _read_as(claim, swapped, swapped, (0.01, 0.02, 0.97)).label == "contradicted"
+    both = "Exercise reduced symptoms of anxiety and depression in adults."
+    assert _read_as(claim, both, both, (0.97, 0.02, 0.01)).label == "supported"
+
+
 def test_a_decision_fitted_on_other_features_is_refused() -> None:
     data = _stub_decision().to_dict()
     assert DecisionModel.from_dict(data).support_threshold == 0.6

@@ -4,6 +4,7 @@ joined, and in which of the two rounds each is scored."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -18,6 +19,8 @@ _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
 
 ENT, NEU, CON = 0, 1, 2
 """Columns of the probability rows: entailment, neutral, contradiction."""
+NEUTRAL = np.array([0.0, 1.0, 0.0], dtype=np.float32)
+"""A reading that neither backs nor contradicts the claim."""
 
 
 @dataclass
@@ -72,6 +75,34 @@ class Scored:
     def scored_candidates(self) -> list[Candidate]:
         """The candidates the model has read, in plan order."""
         return [c for c in self.candidates if c.scored]
+
+    def readings(self) -> list[Candidate]:
+        """:meth:`scored_candidates` as the decision takes them (:func:`as_read`)."""
+        return [as_read(self.claim, c) for c in self.scored_candidates()]
+
+
+def as_read(claim: str, cand: Candidate) -> Candidate:
+    """``cand`` as the decision takes it for ``claim``, where the words settle what the model cannot
+    read:
+
+    - a candidate that says what the claim says only inside a question, an aim or a supposition
+      (:func:`~guardrail.judges._checks.unasserted`: "This study examined whether ...", "Does X
+      improve Y?") reads neutral: a study's aim is not its finding, and the model reads the words,
+      not the mood;
+    - a candidate that puts another word of a kind in the place of the claim's
+      (:func:`~guardrail.judges._checks.kind_swap`: "symptoms of depression" for "symptoms of
+      anxiety", "in mice" for "in humans") backs nothing: its entailment counts as neutral, and
+      whether it contradicts the claim stays the model's reading.
+
+    Otherwise ``cand`` itself; a changed reading is a copy (the model's own stays on ``cand``)."""
+    if checks.unasserted(claim, cand.text):
+        return dataclasses.replace(cand, probs=NEUTRAL.copy())
+    if checks.kind_swap(claim, cand.text) is not None:
+        probs = np.array(cand.probs, dtype=np.float32, copy=True)
+        probs[NEU] += probs[ENT]
+        probs[ENT] = 0.0
+        return dataclasses.replace(cand, probs=probs)
+    return cand
 
 
 def _units(request: JudgeRequest, config: LocalJudgeConfig) -> list[Unit]:
@@ -229,4 +260,16 @@ def part_candidates(scored: Scored, part: str, n: int) -> list[Candidate]:
     return out
 
 
-__all__ = ["CON", "ENT", "NEU", "Candidate", "Scored", "Unit", "build_candidates", "part_candidates", "restatements"]
+__all__ = [
+    "CON",
+    "ENT",
+    "NEU",
+    "NEUTRAL",
+    "Candidate",
+    "Scored",
+    "Unit",
+    "as_read",
+    "build_candidates",
+    "part_candidates",
+    "restatements",
+]

@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 from breame.spelling import get_american_spelling
 
 from guardrail.core.extract.sentences import sentence_spans as core_sentence_spans
-from guardrail.judges._lexicon import opposites
+from guardrail.judges._lexicon import opposites, same_kind
 
 # -- sentences ---------------------------------------------------------------
 
@@ -606,6 +606,90 @@ def negation_flip(claim: str, evidence: str) -> bool:
     return (negation_count(claim) % 2) != (negation_count(evidence) % 2)
 
 
+# -- what a sentence does not assert -----------------------------------------
+
+_ASKING_CUE = (
+    r"\b(?:determin|assess|examin|investigat|evaluat|test|explor|establish|ascertain|clarif|address|ask"
+    r"|know|see|understand|stud|compar|unknown|unclear|uncertain|question|debat|controvers|doubt|decid)\w*"
+)
+_ASKING = re.compile(
+    rf"{_ASKING_CUE}(?:\s+[\w,'’-]+){{0,3}}?\s+whether\b|{_ASKING_CUE}\s+if\b|^\W*whether\b",
+    re.IGNORECASE,
+)
+"""A question put, not answered: "to determine whether ...", "it is unclear if ...", "Whether ... is
+unknown". A bare "whether" is not enough ("whether measured by A or B" concedes, it does not ask),
+nor an "if" after other words ("known to cause harm if swallowed" states a condition)."""
+_AIMING = re.compile(
+    r"\b(?:aims?|aimed|objectives?|purpose|goals?|intent(?:ion)?)\b(?:\s+[\w,'’-]+){0,6}?\s+(?:was|is|were|are)\s+to\b"
+    r"|\b(?:we|study|trial|review|analysis|authors|researchers|investigators)\s+(?:\w+\s+)?"
+    r"(?:aim(?:s|ed)?|sought|seeks?|set\s+out|intend(?:s|ed)?|(?:was|were|is|are)\s+designed)\s+to\b"
+    r"|\b(?:evaluat|examin|assess|review|test|investigat|explor|revisit|consider)\w*\s+(?:the\s+)?"
+    r"(?:evidence|claim|hypothesis|idea|notion|view|possibility|assumption|proposition|question)\s+that\b",
+    re.IGNORECASE,
+)
+"""What a study set out to do ("The aim of this trial was to test ...", "We sought to ...", "This
+review evaluates the evidence that ..."): its finding is elsewhere."""
+_SUPPOSING = re.compile(
+    r"\b(?:hypothes[ie][sz]e[ds]?|postulated|speculated)\s+that\b|\bhypothesis\s+(?:is\s+|was\s+)?that\b"
+    r"|\bit\s+(?:has\s+been|had\s+been|was|is)\s+(?:suggested|proposed|hypothesi[sz]ed|speculated|postulated)\b"
+    r"|\b(?:previous|prior|earlier|past|some|several|many|other)\s+(?:\w+\s+)?(?:studies|research|reports|work|trials"
+    r"|authors|investigators|researchers)\s+(?:have\s+|has\s+|had\s+)?(?:suggested|proposed|hypothesi[sz]ed"
+    r"|speculated|postulated)\b",
+    re.IGNORECASE,
+)
+"""A supposition, the study's own or others' ("We hypothesised that ...", "Previous studies have
+suggested that ..."): the background a study tests, not what it found."""
+_FINDING = re.compile(
+    r"\b(?:found|find|finds|show(?:s|ed|n)?|demonstrat\w*|observ\w*|confirm\w*|reveal\w*|conclud\w*|results?)\b",
+    re.IGNORECASE,
+)
+_ANSWER = re.compile(r"\s*(?:yes|no)\b", re.IGNORECASE)
+
+
+@_Memoised
+def _unasserted_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """The spans of ``text`` that put a question, an aim or a supposition without asserting it:
+    from the cue to the end of its sentence, or a whole sentence ending in a question mark, each
+    only where no finding ("found", "showed", "results") follows the cue in the sentence, nor a
+    "Yes" or "No" the question."""
+    spans: list[tuple[int, int]] = []
+    for start, end in sentence_spans(text):
+        sentence = text[start:end]
+        if sentence.rstrip().endswith("?"):
+            if not _ANSWER.match(text, end):  # "Can exercise ease anxiety? Yes." is answered
+                spans.append((start, end))
+            continue
+        cues = [m for pattern in (_ASKING, _AIMING, _SUPPOSING) for m in pattern.finditer(sentence)]
+        if not cues:
+            continue
+        cue = min(cues, key=lambda m: m.start())
+        if _FINDING.search(sentence, cue.end()):
+            continue
+        spans.append((start + cue.start(), end))
+    return tuple(spans)
+
+
+@functools.lru_cache(maxsize=_TEXT_CACHE)
+def unasserted(claim: str, text: str) -> bool:
+    """Whether ``text`` says what the claim says only inside a question, an aim or a supposition
+    ("This study examined whether vitamin D reduces fractures", "Does X improve Y?", "We
+    hypothesised that ..."): more of the claim's content words there than in the rest of the text,
+    and fewer than half in the rest. Such a text tells what a study asked, not what it found, so it
+    can neither back the claim nor contradict it."""
+    spans = _unasserted_spans(text)
+    if not spans or _unasserted_spans(claim):
+        return False  # a claim that itself asks ("Whether X is unknown") is backed by the same words
+    inside = " ".join(text[start:end] for start, end in spans)
+    rest: list[str] = []
+    pos = 0
+    for start, end in spans:
+        rest.append(text[pos:start])
+        pos = end
+    rest.append(text[pos:])
+    said_inside, said_outside = overlap(claim, inside), overlap(claim, " ".join(rest))
+    return said_inside > said_outside and said_outside < 0.5
+
+
 # -- antonyms --------------------------------------------------------------------
 
 _LOWER_WORD = re.compile(r"[a-z]+(?:-[a-z]+)?")
@@ -645,6 +729,34 @@ def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[s
         if _rest_overlap(claim, word, evidence) >= min_overlap:
             return word, other
     return direction_flip(claim, evidence, min_overlap)
+
+
+@functools.lru_cache(maxsize=_TEXT_CACHE)
+def kind_swap(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[str, str] | None:
+    """A word of the claim that the evidence leaves out where it says another of the same kind
+    (:func:`~guardrail.judges._lexicon.same_kind`) that the claim leaves out, while matching the rest
+    of the claim (at least ``min_overlap`` of its other content words): ("anxiety", "depression")
+    for "Exercise reduces symptoms of anxiety." against "Exercise reduced symptoms of depression."
+    A sentence that names both ("played guitar and piano") swaps nothing. None otherwise."""
+    claim_words = set(_LOWER_WORD.findall(claim.lower()))
+    ev_words = set(_LOWER_WORD.findall(evidence.lower()))
+    ev_forms = {_form(w) for w in ev_words}
+    claim_forms = {_form(w) for w in claim_words}
+    for word in sorted(claim_words - ev_words):
+        if _form(word) in ev_forms:
+            continue
+        for other in sorted(same_kind(word) & ev_words):
+            if _form(other) not in claim_forms and _rest_overlap(claim, word, evidence) >= min_overlap:
+                return word, other
+    return None
+
+
+_IRREGULAR = {"men": "man", "women": "woman", "wives": "wife", "mice": "mouse", "children": "child"}
+
+
+def _form(word: str) -> str:
+    """The word as one form of it ("women" and "woman", "drums" and "drum")."""
+    return _IRREGULAR.get(word, _stem(word))
 
 
 def _rest_overlap(claim: str, word: str, evidence: str) -> float:

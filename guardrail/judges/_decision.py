@@ -28,7 +28,7 @@ import numpy as np
 
 from guardrail.core.schema import JudgeVerdict, Reason
 from guardrail.judges import _checks as checks
-from guardrail.judges._candidates import CON, ENT, Scored
+from guardrail.judges._candidates import CON, ENT, Scored, as_read
 from guardrail.judges._features import REQUEST_FEATURES, Unit, request_features, units_of
 from guardrail.judges.local_config import LocalJudgeConfig
 
@@ -254,7 +254,7 @@ def _support_quote(scored: Scored, unit: Unit) -> tuple[str, str | None]:
     # course). The quote is the window's sentence that says most of the claim: its own entailment
     # where the model read it, then the claim's words it holds.
     own: dict[int, float] = {}
-    for c in scored.scored_candidates():
+    for c in scored.readings():
         if c.kind in ("sentence", "plain") and c.units[0] in cand.units:
             own[c.units[0]] = max(own.get(c.units[0], 0.0), float(c.probs[ENT]))
     best = max(
@@ -272,9 +272,8 @@ def _parts_verdict(scored: Scored, config: LocalJudgeConfig) -> tuple[list[str],
     backed: list[str] = []
     missing: list[str] = []
     for part, cands in scored.parts:
-        ok = any(
-            c.scored and float(c.probs[ENT]) >= config.part_threshold and c.probs[ENT] > c.probs[CON] for c in cands
-        )
+        read = [as_read(part, c) for c in cands if c.scored]
+        ok = any(float(c.probs[ENT]) >= config.part_threshold and c.probs[ENT] > c.probs[CON] for c in read)
         (backed if ok else missing).append(part)
     return backed, missing
 

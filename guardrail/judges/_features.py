@@ -205,13 +205,14 @@ def unit_features(scored: Scored, index: int, readings: list[Candidate], parts: 
 
 
 def units_of(scored: Scored) -> list[Unit]:
-    """Every sentence the model read, with its features."""
+    """Every sentence the model read, with its features (as :meth:`Scored.readings` gives them)."""
     parts = claim_parts(scored.claim)
+    read = scored.readings()
     readings: dict[int, list[Candidate]] = {}
-    for cand in scored.scored_candidates():
+    for cand in read:
         if cand.kind in ("sentence", "plain"):
             readings.setdefault(cand.units[0], []).append(cand)
-    for cand in scored.scored_candidates():
+    for cand in read:
         if cand.kind == "window":
             for k in cand.units:
                 if k in readings:
@@ -226,7 +227,7 @@ def request_features(scored: Scored, units: list[Unit] | None = None) -> tuple[n
     empty = np.zeros(len(UNIT_FEATURES), dtype=np.float32)
     support = max(units, key=lambda u: u.support_score) if units else None
     contra = max(units, key=lambda u: u.contra_score) if units else None
-    cands = scored.scored_candidates()
+    cands = scored.readings()
     combined = [c for c in cands if c.kind == "combined"]
     page = " ".join([scored.title or "", *scored.passages])
     claim = scored.claim

@@ -85,6 +85,46 @@ def opposites(word: str) -> frozenset[str]:
     return frozenset(found)
 
 
+# -- words of one kind -------------------------------------------------------------
+
+_KINDS_TEXT = """
+man woman|men women|boy girl|boys girls|father mother|fathers mothers|son daughter|sons daughters
+brother sister|brothers sisters|husband wife|husbands wives|king queen|kings queens|prince princess
+uncle aunt|nephew niece|grandfather grandmother|grandson granddaughter|actor actress|actors actresses
+guitar piano drums violin cello viola saxophone trumpet trombone flute clarinet harmonica banjo mandolin harp
+guitarist pianist drummer violinist cellist saxophonist trumpeter bassist keyboardist vocalist
+gold silver bronze platinum
+summer winter autumn
+anxiety depression schizophrenia dementia asthma obesity hypertension insomnia autism epilepsy
+lung breast prostate colorectal liver kidney pancreatic ovarian cervical bladder stomach brain
+humans mice rats monkeys pigs
+children adults adolescents infants
+"""
+"""Words of one kind, one group a line or between bars: in an otherwise identical sentence, one in
+the place of another states something else ("played the drums" for "played the guitar", "symptoms
+of depression" for "symptoms of anxiety", "in mice" for "in humans"). Curated for the swaps issue
+21 names (a sex, an instrument, a condition, who was studied); words with a second common sense
+("bass", "organ", "spring", "fall") are left out."""
+
+
+def _kind_table() -> dict[str, frozenset[str]]:
+    table: dict[str, frozenset[str]] = {}
+    for group in re.split(r"[|\n]", _KINDS_TEXT):
+        words = frozenset(group.split())
+        for word in words:
+            table[word] = table.get(word, frozenset()) | (words - {word})
+    return table
+
+
+KINDS: dict[str, frozenset[str]] = _kind_table()
+"""Each word's others of its kind (lower case)."""
+
+
+def same_kind(word: str) -> frozenset[str]:
+    """The other words of the lower-case ``word``'s kind (:data:`KINDS`; empty if it has none)."""
+    return KINDS.get(word, frozenset())
+
+
 # -- language ---------------------------------------------------------------------
 
 _ENGLISH_TEXT = (
@@ -143,4 +183,4 @@ def is_english(text: str, min_words: int = 3) -> bool:
     return code == "en" or prob < 0.2
 
 
-__all__ = ["ANTONYMS", "are_antonyms", "detect_language", "is_english", "opposites"]
+__all__ = ["ANTONYMS", "KINDS", "are_antonyms", "detect_language", "is_english", "opposites", "same_kind"]
