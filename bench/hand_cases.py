@@ -1,10 +1,11 @@
 """The embedded judge on hand-written study and encyclopedia citations, beside the word-overlap rule.
 
-Eighteen short cases written for issue 21's failure kinds that the labelled sets hold few of: a
-finding turned the other way ("increased" against "lowered"), a quantity moved one way in the
+Twenty-three short cases written for issue 21's failure kinds that the labelled sets hold few of:
+a finding turned the other way ("increased" against "lowered"), a quantity moved one way in the
 claim and the other on the page while something else moves the claim's way ("higher coffee
 consumption ... lower risk"), a bounded or rounded number ("more than 200 million", "about 120
-million"), a study's aim quoted as its finding, a negated finding, a swapped place, year or noun.
+million"), a study's aim, question or background quoted as its finding, a negated finding, a
+swapped place, year or noun ("in mice" for "in humans", "gold" for "silver").
 A probe, not a data set: it was written by the developer who changed the judge, so its figures
 say which mechanisms work, not how often on real pages (``bench/judge_accuracy.py`` says that).
 
@@ -31,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 VITAMIN_D = "Vitamin D and fractures"
+MINDFULNESS = "Mindfulness in schools"
 CASES: tuple[tuple[str, str, str, str], ...] = (
     # (gold, claim, page text, page title)
     (
@@ -130,6 +132,38 @@ CASES: tuple[tuple[str, str, str, str], ...] = (
         "The meta-analysis found that exercise significantly reduced symptoms of depression compared with control "
         "conditions.",
         "Exercise and depression",
+    ),
+    (
+        "not_found",
+        "Mindfulness training improves working memory in adolescents.",
+        "Does mindfulness training improve working memory in adolescents? We conducted a randomised trial in 12 "
+        "schools.",
+        MINDFULNESS,
+    ),
+    (
+        "contradicted",
+        "Mindfulness training improves working memory in adolescents.",
+        "Previous studies have suggested that mindfulness training improves working memory in adolescents. We "
+        "tested this in a randomised trial of 12 schools. Working memory scores did not differ between groups.",
+        MINDFULNESS,
+    ),
+    (
+        "not_found",
+        "High salt intake raises blood pressure.",
+        "This review evaluates the evidence that high salt intake raises blood pressure.",
+        "Salt and blood pressure",
+    ),
+    (
+        "not_found",
+        "The drug lowered tumour growth in humans.",
+        "In mice, the drug lowered tumour growth by 40 percent.",
+        "Drug X in mice",
+    ),
+    (
+        "not_found",
+        "She won a silver medal at the 2008 Olympics.",
+        "At the 2008 Olympics in Beijing she won the gold medal in the 200 metres.",
+        "Jane Doe (athlete)",
     ),
     (
         "contradicted",
