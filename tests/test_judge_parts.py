@@ -185,9 +185,28 @@ def test_a_direction_flip_needs_the_same_thing_moved(claim: str, evidence: str, 
         ("Vitamin D reduces fractures.", "Vitamin D reduces fractures; it is unclear whether calcium helps.", False),
         # A concession is no question, nor a condition.
         ("Vitamin D reduces fractures.", "Vitamin D reduced fractures, whether measured by X-ray or by report.", False),
+        (
+            "He is the best example of a web comedian.",
+            "Whether he planned it or not, he is the best example of a web comedian.",
+            False,
+        ),
         ("Lead causes harm if swallowed.", "Lead is known to cause harm if swallowed.", False),
-        # A claim that asks is backed by the same words.
+        # A claim that asks, or speaks of an aim, is backed by the same words.
         ("Whether salt raises blood pressure is unknown.", "Whether salt raises blood pressure is unknown.", False),
+        ("The programme aims to promote literacy in cities.", "Its aim is to promote literacy in cities.", False),
+        (
+            "The main goal of physics is to observe the universe.",
+            "The main goal of physics is to understand it.",
+            False,
+        ),
+        # A title that ends in a question mark asks nothing.
+        (
+            "He starred in a comedy film in 2000.",
+            "In 2000 he starred in the comedy film Dude, Where's My Car?",
+            False,
+        ),
+        ("The film was shot in Peru.", "The film, Are We There Yet?", False),
+        ("Mindfulness improves memory.", "Question: Can mindfulness improve memory?", True),
         # A question about something else leaves the claim's sentence alone.
         ("Vitamin D reduces fractures.", "Vitamin D reduced fractures. Does calcium help too?", False),
         # A question answered at once (a page of questions and answers) says what its answer says.

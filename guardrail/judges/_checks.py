@@ -613,12 +613,13 @@ _ASKING_CUE = (
     r"|know|see|understand|stud|compar|unknown|unclear|uncertain|question|debat|controvers|doubt|decid)\w*"
 )
 _ASKING = re.compile(
-    rf"{_ASKING_CUE}(?:\s+[\w,'’-]+){{0,3}}?\s+whether\b|{_ASKING_CUE}\s+if\b|^\W*whether\b",
+    rf"{_ASKING_CUE}(?:\s+[\w,'’-]+){{0,3}}?\s+whether\b|{_ASKING_CUE}\s+if\b|^\W*whether\b(?![^,]*\bor\b[^,]*,)",
     re.IGNORECASE,
 )
 """A question put, not answered: "to determine whether ...", "it is unclear if ...", "Whether ... is
-unknown". A bare "whether" is not enough ("whether measured by A or B" concedes, it does not ask),
-nor an "if" after other words ("known to cause harm if swallowed" states a condition)."""
+unknown". A bare "whether" is not enough ("whether measured by A or B", "Whether he planned it or
+not, ..." concede, they do not ask), nor an "if" after other words ("known to cause harm if
+swallowed" states a condition)."""
 _AIMING = re.compile(
     r"\b(?:aims?|aimed|objectives?|purpose|goals?|intent(?:ion)?)\b(?:\s+[\w,'’-]+){0,6}?\s+(?:was|is|were|are)\s+to\b"
     r"|\b(?:we|study|trial|review|analysis|authors|researchers|investigators)\s+(?:\w+\s+)?"
@@ -644,18 +645,32 @@ _FINDING = re.compile(
     re.IGNORECASE,
 )
 _ANSWER = re.compile(r"\s*(?:yes|no)\b", re.IGNORECASE)
+_QUESTION = re.compile(
+    r"^\W*(?:[A-Za-z][\w ]{0,20}:\s*)?(?:does|do|did|is|are|was|were|am|can|could|should|shall|will|would|has"
+    r"|have|had|may|might|must|how|what|why|when|where|which|who|whom|whose)\b[^?]*\?\W*$",
+    re.IGNORECASE,
+)
+"""A sentence that asks ("Does X improve Y?", "Question: Can ...?"); one that ends in a title with a
+question mark ("... in the film Dude, Where's My Car?") does not."""
+_SPEAKS_OF_AIMS = re.compile(
+    r"\?\W*$|\b(?:aims?|aimed|goals?|purpose|objectives?|intend\w*|hypothes\w*|whether|suggest\w*|propos\w*"
+    r"|speculat\w*|postulat\w*)\b",
+    re.IGNORECASE,
+)
+"""A claim about an aim, a question or a supposition ("The programme aims to promote ..."): an aim
+on the page is what backs it."""
 
 
 @_Memoised
 def _unasserted_spans(text: str) -> tuple[tuple[int, int], ...]:
     """The spans of ``text`` that put a question, an aim or a supposition without asserting it:
-    from the cue to the end of its sentence, or a whole sentence ending in a question mark, each
+    from the cue to the end of its sentence, or a whole question (:data:`_QUESTION`), each
     only where no finding ("found", "showed", "results") follows the cue in the sentence, nor a
     "Yes" or "No" the question."""
     spans: list[tuple[int, int]] = []
     for start, end in sentence_spans(text):
         sentence = text[start:end]
-        if sentence.rstrip().endswith("?"):
+        if _QUESTION.match(sentence):
             if not _ANSWER.match(text, end):  # "Can exercise ease anxiety? Yes." is answered
                 spans.append((start, end))
             continue
@@ -675,10 +690,11 @@ def unasserted(claim: str, text: str) -> bool:
     ("This study examined whether vitamin D reduces fractures", "Does X improve Y?", "We
     hypothesised that ..."): more of the claim's content words there than in the rest of the text,
     and fewer than half in the rest. Such a text tells what a study asked, not what it found, so it
-    can neither back the claim nor contradict it."""
+    can neither back the claim nor contradict it. A claim that itself speaks of an aim, a question
+    or a supposition ("The programme aims to ...", "Whether X helps is unknown") is never read so."""
     spans = _unasserted_spans(text)
-    if not spans or _unasserted_spans(claim):
-        return False  # a claim that itself asks ("Whether X is unknown") is backed by the same words
+    if not spans or _SPEAKS_OF_AIMS.search(claim):
+        return False
     inside = " ".join(text[start:end] for start, end in spans)
     rest: list[str] = []
     pos = 0
