@@ -207,6 +207,46 @@ def test_a_direction_flip_needs_the_same_thing_moved(claim: str, evidence: str, 
         ),
         ("The film was shot in Peru.", "The film, Are We There Yet?", False),
         ("Mindfulness improves memory.", "Question: Can mindfulness improve memory?", True),
+        (
+            "Erenumab reduces migraine days.",
+            "The aim of this trial was to test if erenumab reduces migraine days.",
+            True,
+        ),
+        # Found in review: words of asking, aiming or supposing in their other senses.
+        (
+            "Ibuprofen is not advised in pregnancy.",
+            "Let your doctor know if you are pregnant: ibuprofen is not advised in pregnancy.",
+            False,
+        ),
+        ("The heart pumps blood around the body.", "The purpose of the heart is to pump blood around the body.", False),
+        (
+            "The minister said he would not resign.",
+            "Asked whether he would resign, the minister said he would not.",
+            False,
+        ),
+        (
+            "Vitamin D reduces fractures.",
+            "It is unclear whether vitamin D reduces falls, but it clearly reduces fractures.",
+            False,
+        ),
+        ("Exercise improves mood.", "The results confirmed the hypothesis that exercise improves mood.", False),
+        (
+            "Coffee lowers diabetes risk.",
+            "Does coffee lower diabetes risk? Studies show it does, by about 7% a cup.",
+            False,
+        ),
+        (
+            "The Paris Agreement seeks to limit warming to 1.5C.",
+            "The goal of the Paris Agreement is to limit warming to 1.5C.",
+            False,
+        ),
+        (
+            "Edward Albee wrote Who's Afraid of Virginia Woolf.",
+            "Who's Afraid of Virginia Woolf? is a play by Albee.",
+            False,
+        ),
+        ("The project was launched to promote literacy.", "The aim of the project is to promote literacy.", False),
+        ("Tablets are taken with food.", "It is suggested that the tablets are taken with food.", False),
         # A question about something else leaves the claim's sentence alone.
         ("Vitamin D reduces fractures.", "Vitamin D reduced fractures. Does calcium help too?", False),
         # A question answered at once (a page of questions and answers) says what its answer says.
@@ -233,6 +273,26 @@ def test_a_question_an_aim_or_a_supposition_asserts_nothing(claim: str, text: st
             "At the 2008 Olympics she won the gold medal.",
             ("silver", "gold"),
         ),
+        # Found in review: another of the kind in passing, or the claim's word in another form.
+        (
+            "The trial tested the drug in humans.",
+            "After studies in mice, the trial tested the drug in 40 volunteers.",
+            None,
+        ),
+        (
+            "He played guitar for Oasis.",
+            "He was the guitarist for Oasis, and also played piano on several songs.",
+            None,
+        ),
+        ("Obesity raises the risk of diabetes.", "Being obese raises the risk of diabetes and hypertension.", None),
+        (
+            "Federer won the men's singles title in 2017.",
+            "In 2017 Federer won the singles title, while the women's crown went to Muguruza.",
+            None,
+        ),
+        ("She is an American actor and producer.", "She is an American actress and producer.", None),
+        ("The rat model showed the effect.", "The mouse model showed the effect.", ("rat", "mouse")),
+        ("She played the oboe in the orchestra.", "She played the bassoon in the orchestra.", ("oboe", "bassoon")),
         # Both named: nothing in the claim's place.
         ("He played guitar in the band.", "He played guitar and piano in the band.", None),
         # Part of the claim left out is no swap: the other word is the claim's own.

@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 from breame.spelling import get_american_spelling
 
 from guardrail.core.extract.sentences import sentence_spans as core_sentence_spans
-from guardrail.judges._lexicon import opposites, same_kind
+from guardrail.judges._lexicon import KINDS, opposites
 
 # -- sentences ---------------------------------------------------------------
 
@@ -610,10 +610,22 @@ def negation_flip(claim: str, evidence: str) -> bool:
 
 _ASKING_CUE = (
     r"\b(?:determin|assess|examin|investigat|evaluat|test|explor|establish|ascertain|clarif|address|ask"
-    r"|know|see|understand|stud|compar|unknown|unclear|uncertain|question|debat|controvers|doubt|decid)\w*"
+    r"|know|see|understand|stud|compar|unknown|unclear|uncertain|question|debat|controvers|doubt|decid"
+    r"|disagree|divided|wonder|find\s+out|(?:not|n['’]t)\s+(?:yet\s+)?clear|(?:not|n['’]t|never"
+    r"|refused\s+to)\s+(?:say|disclose|reveal|confirm))\w*"
+)
+# No comma right before "whether" ("decided to retire, whether ..." concedes); "test" only right before
+# "whether" ("tests detect whether" is a diagnostic); an "if" only after a verb of asking in the to-/past form
+# or an adjective of doubt ("let your doctor know if", "a blood test if" state conditions).
+_IF_CUE = (
+    r"\b(?:to\s+(?:determin|assess|examin|investigat|evaluat|test|explor|establish|ascertain|clarif|see|know"
+    r"|understand|decid|ask)\w*"
+    r"|(?:determin|assess|examin|investigat|evaluat|explor|establish|ascertain|clarif)\w*|tested|asked|wondered"
+    r"|unknown|unclear|uncertain)"
 )
 _ASKING = re.compile(
-    rf"{_ASKING_CUE}(?:\s+[\w,'’-]+){{0,3}}?\s+whether\b|{_ASKING_CUE}\s+if\b|^\W*whether\b(?![^,]*\bor\b[^,]*,)",
+    rf"(?!\btests?\b(?!\s+whether)){_ASKING_CUE}(?:\s+[\w'’-]+){{0,3}}?\s+whether\b|{_IF_CUE}\s+if\b"
+    r"|^\W*whether\b(?![^.;?]*\bor\b[^.;?]*,)",
     re.IGNORECASE,
 )
 """A question put, not answered: "to determine whether ...", "it is unclear if ...", "Whether ... is
@@ -621,32 +633,69 @@ unknown". A bare "whether" is not enough ("whether measured by A or B", "Whether
 not, ..." concede, they do not ask), nor an "if" after other words ("known to cause harm if
 swallowed" states a condition)."""
 _AIMING = re.compile(
-    r"\b(?:aims?|aimed|objectives?|purpose|goals?|intent(?:ion)?)\b(?:\s+[\w,'’-]+){0,6}?\s+(?:was|is|were|are)\s+to\b"
+    r"^\W*(?:aims?|objectives?|purpose|goals?)\s*[:.-]?\s+to\s+\w+"
+    r"|\b(?:aims?|objectives?|purpose|goals?|intent(?:ion)?)\s+of\s+(?:this|the|our|the\s+present"
+    r"|these)\s+(?:\w+\s+)?"
+    r"(?:study|studies|trial|review|analysis|work|paper|research|project|survey|experiment"
+    r"|investigation)\b(?:\s+[\w,'’-]+){0,3}?\s+(?:was|is|were|are)\s+to\b(?!\s+be\b)"
+    r"|\b(?:our|its|their|(?:[\w-]+['’]s))\s+(?:(?:main|primary|principal|stated|overall)\s+)?(?:aims?|objectives?"
+    r"|purpose|goals?|intent(?:ion)?)\b(?:\s+[\w,'’-]+){0,3}?\s+(?:was|is|were|are)\s+to\b(?!\s+be\b)"
+    r"|^\W*the\s+(?:(?:main|primary|principal|overall)\s+)?(?:aims?|objectives?|goals?|intent(?:ion)?)\s+(?:was|is"
+    r"|were|are)\s+to\b(?!\s+be\b)"
     r"|\b(?:we|study|trial|review|analysis|authors|researchers|investigators)\s+(?:\w+\s+)?"
     r"(?:aim(?:s|ed)?|sought|seeks?|set\s+out|intend(?:s|ed)?|(?:was|were|is|are)\s+designed)\s+to\b"
     r"|\b(?:evaluat|examin|assess|review|test|investigat|explor|revisit|consider)\w*\s+(?:the\s+)?"
-    r"(?:evidence|claim|hypothesis|idea|notion|view|possibility|assumption|proposition|question)\s+that\b",
+    r"(?:evidence|claim|hypothesis|idea|notion|view|possibility|assumption|proposition|question)\s+that\b"
+    r"|\b(?:this|the|our)\s+(?:\w+\s+)?(?:study|trial|review|analysis)\s+(?:investigat|examin|assess|evaluat"
+    r"|explor)\w*\s+(?:the\s+)?"
+    r"(?:effects?|association|efficacy|impact|role|relationship)\b",
     re.IGNORECASE,
 )
 """What a study set out to do ("The aim of this trial was to test ...", "We sought to ...", "This
 review evaluates the evidence that ..."): its finding is elsewhere."""
 _SUPPOSING = re.compile(
     r"\b(?:hypothes[ie][sz]e[ds]?|postulated|speculated)\s+that\b|\bhypothesis\s+(?:is\s+|was\s+)?that\b"
-    r"|\bit\s+(?:has\s+been|had\s+been|was|is)\s+(?:suggested|proposed|hypothesi[sz]ed|speculated|postulated)\b"
+    r"|\bit\s+(?:has\s+been|had\s+been|was)\s+(?:suggested|proposed|hypothesi[sz]ed|speculated|postulated)\b"
+    r"|\bit\s+is\s+(?:hypothesi[sz]ed|speculated|postulated)\b|\bhypothesis\s+(?:proposes|suggests|holds|states"
+    r"|posits)\s+that\b"
     r"|\b(?:previous|prior|earlier|past|some|several|many|other)\s+(?:\w+\s+)?(?:studies|research|reports|work|trials"
-    r"|authors|investigators|researchers)\s+(?:have\s+|has\s+|had\s+)?(?:suggested|proposed|hypothesi[sz]ed"
+    r"|authors|investigators|researchers|historians|scholars|scientists|experts|critics|commentators|sceptics"
+    r"|skeptics|theorists)\s+(?:have\s+|has\s+|had\s+)?(?:suggested|proposed|hypothesi[sz]ed"
     r"|speculated|postulated)\b",
     re.IGNORECASE,
 )
 """A supposition, the study's own or others' ("We hypothesised that ...", "Previous studies have
 suggested that ..."): the background a study tests, not what it found."""
 _FINDING = re.compile(
-    r"\b(?:found|find|finds|show(?:s|ed|n)?|demonstrat\w*|observ\w*|confirm\w*|reveal\w*|conclud\w*|results?)\b",
+    r"\b(?:found|find|finds|finding|show(?:s|ed|n)?|demonstrat\w*|observ(?:ed|es|e|ing|ations?)|confirm\w*"
+    r"|reveal\w*|conclud\w*"
+    r"|results?(?!\s+in\b)|ruled|determined\s+that|established\s+that|held\s+that|said|says|accepted)\b"
+    r"|\b(?:it|they|he|she|this)\s+(?:did|does|do|was|were|is|are|can|could|has|had)"
+    r"(?:\s*n['’]?t|\s+not)?\s*[.!]?\s*$",
     re.IGNORECASE,
 )
-_ANSWER = re.compile(r"\s*(?:yes|no)\b", re.IGNORECASE)
+_ENDORSING = re.compile(
+    r"\b(?:confirm\w*|support\w*|contrary\s+to|consistent\s+with|in\s+line\s+with|refut\w*|reject\w*)\b",
+    re.IGNORECASE,
+)
+"""Words before a hypothesis that say what became of it ("The results confirmed the hypothesis that ...")."""
+_CLAUSE_END = re.compile(
+    r"\s*;|,?\s+(?:but|although|though|however|whereas|yet)\b|,\s+and\s+(?:it|they|he|she|this|these|we)\b",
+    re.IGNORECASE,
+)
+"""Where an asserted clause may follow the question ("It is unclear whether X, but it clearly Y")."""
+_ANSWER = re.compile(
+    r"\s*(?:(?:yes|no)\b(?=\s*[,.!;:—–-])|(?:absolutely|definitely|certainly|very|not\s+really)\b"
+    r"|[^?]*?\b(?:says?|show(?:s|ed|n)?|suggests?|found|finds)\s+(?:yes|no|(?:that\s+)?(?:it|they)\s+"
+    r"(?:do|does|did|is|are|can|can['’]t|cannot|isn['’]t|aren['’]t)\b))",
+    re.IGNORECASE,
+)
+"""An answer that follows a question ("Yes,", "Studies show it does"): the question is answered."""
 _QUESTION = re.compile(
-    r"^\W*(?:[A-Za-z][\w ]{0,20}:\s*)?(?:does|do|did|is|are|was|were|am|can|could|should|shall|will|would|has"
+    r"^\W*(?:[A-Za-z][\w ]{0,20}:\s*)?(?:(?:but|and|so|yet|then|or)\s+|(?:in|among|for)\s+[^,?]{1,60},\s*"
+    r"(?=(?:does|do|did|is|are|can|could|should|will|would|has|have|may|might)\b))?"
+    r"(?!did\s+you\s+know\b|who\s+(?:could|can)\s+(?:forget|deny)\b)(?:does|do|did|is|are|was|were|am|can|could"
+    r"|should|shall|will|would|has"
     r"|have|had|may|might|must|how|what|why|when|where|which|who|whom|whose)\b[^?]*\?\W*$",
     re.IGNORECASE,
 )
@@ -654,7 +703,8 @@ _QUESTION = re.compile(
 question mark ("... in the film Dude, Where's My Car?") does not."""
 _SPEAKS_OF_AIMS = re.compile(
     r"\?\W*$|\b(?:aims?|aimed|goals?|purpose|objectives?|intend\w*|hypothes\w*|whether|suggest\w*|propos\w*"
-    r"|speculat\w*|postulat\w*)\b",
+    r"|speculat\w*|postulat\w*|seeks?|sought|pledg\w*|commit\w*|plans?|planned|planning|targets?|targeted|mission"
+    r"|(?:launched|designed|built|created|founded|set\s+up|set\s+out)\s+to)\b",
     re.IGNORECASE,
 )
 """A claim about an aim, a question or a supposition ("The programme aims to promote ..."): an aim
@@ -671,6 +721,8 @@ def _unasserted_spans(text: str) -> tuple[tuple[int, int], ...]:
     for start, end in sentence_spans(text):
         sentence = text[start:end]
         if _QUESTION.match(sentence):
+            if re.match(r"\s*[a-z]", text[end:]):
+                continue  # a title: "Who's Afraid of Virginia Woolf? is a play by ..."
             if not _ANSWER.match(text, end):  # "Can exercise ease anxiety? Yes." is answered
                 spans.append((start, end))
             continue
@@ -678,9 +730,10 @@ def _unasserted_spans(text: str) -> tuple[tuple[int, int], ...]:
         if not cues:
             continue
         cue = min(cues, key=lambda m: m.start())
-        if _FINDING.search(sentence, cue.end()):
+        if _FINDING.search(sentence, cue.end()) or _ENDORSING.search(sentence, 0, cue.start()):
             continue
-        spans.append((start + cue.start(), end))
+        stop = _CLAUSE_END.search(sentence, cue.end())
+        spans.append((start + cue.start(), start + (stop.start() if stop else len(sentence))))
     return tuple(spans)
 
 
@@ -747,32 +800,117 @@ def antonym_flip(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[s
     return direction_flip(claim, evidence, min_overlap)
 
 
+_KIND_TOKEN = re.compile(r"[a-z]+")
+
+
+def _kind_tokens(text: str) -> list[str]:
+    """Lower-case words, hyphenated ones split ("singer-guitarist" -> "singer", "guitarist"), without "'s"."""
+    return [w for w in _KIND_TOKEN.findall(matchable(text).lower()) if w != "s"]
+
+
+def _slots(tokens: list[str], forms: set[str]) -> list[tuple[str | None, str | None]]:
+    """The content words either side of each occurrence of a word whose form is in ``forms``."""
+    content = [_form(w) for w in tokens if w not in STOPWORDS]
+    return [
+        (content[i - 1] if i > 0 else None, content[i + 1] if i + 1 < len(content) else None)
+        for i, f in enumerate(content)
+        if f in forms
+    ]
+
+
+def _same_slot(claim_tokens: list[str], word: str, ev_tokens: list[str], other: str) -> bool:
+    """Whether ``other`` stands where the claim has ``word``: the same content word just before it or
+    just after it ("symptoms of depression" for "symptoms of anxiety"), or the claim is the word alone.
+    Another of the kind mentioned in passing ("after studies in mice, the trial tested the drug in
+    40 volunteers") is in no slot of the claim's."""
+    ours, theirs = _slots(claim_tokens, {_form(word)}), _slots(ev_tokens, {_form(other)})
+    for left, right in ours:
+        for ev_left, ev_right in theirs:
+            if (left is not None and left == ev_left) or (right is not None and right == ev_right):
+                return True
+            if left is None and right is None:
+                return True
+    return False
+
+
 @functools.lru_cache(maxsize=_TEXT_CACHE)
 def kind_swap(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[str, str] | None:
     """A word of the claim that the evidence leaves out where it says another of the same kind
-    (:func:`~guardrail.judges._lexicon.same_kind`) that the claim leaves out, while matching the rest
-    of the claim (at least ``min_overlap`` of its other content words): ("anxiety", "depression")
-    for "Exercise reduces symptoms of anxiety." against "Exercise reduced symptoms of depression."
-    A sentence that names both ("played guitar and piano") swaps nothing. None otherwise."""
-    claim_words = set(_LOWER_WORD.findall(claim.lower()))
-    ev_words = set(_LOWER_WORD.findall(evidence.lower()))
+    (:data:`~guardrail.judges._lexicon.KINDS`) in the claim word's place (:func:`_same_slot`) that
+    the claim leaves out, while matching the rest of the claim (at least ``min_overlap`` of its other
+    content words): ("anxiety", "depression") for "Exercise reduces symptoms of anxiety." against
+    "Exercise reduced symptoms of depression." Words are compared by their form (:func:`_form`: "rat"
+    and "rats", "guitarist" says "guitar", "obese" says "obesity"), hyphenated ones split. A sentence
+    that names both ("played guitar and piano") swaps nothing. None otherwise."""
+    claim_tokens, ev_tokens = _kind_tokens(claim), _kind_tokens(evidence)
+    claim_words, ev_words = set(claim_tokens), set(ev_tokens)
     ev_forms = {_form(w) for w in ev_words}
     claim_forms = {_form(w) for w in claim_words}
     for word in sorted(claim_words - ev_words):
         if _form(word) in ev_forms:
             continue
-        for other in sorted(same_kind(word) & ev_words):
-            if _form(other) not in claim_forms and _rest_overlap(claim, word, evidence) >= min_overlap:
+        others = sorted(w for w in ev_words if _form(w) in _kind_forms(_form(word)))
+        for other in others:
+            if (
+                _form(other) not in claim_forms
+                and _rest_overlap(claim, word, evidence) >= min_overlap
+                and _same_slot(claim_tokens, word, ev_tokens, other)
+            ):
                 return word, other
     return None
 
 
 _IRREGULAR = {"men": "man", "women": "woman", "wives": "wife", "mice": "mouse", "children": "child"}
+_DERIVED = {
+    "guitarist": "guitar",
+    "guitarists": "guitar",
+    "pianist": "piano",
+    "pianists": "piano",
+    "drummer": "drum",
+    "drummers": "drum",
+    "violinist": "violin",
+    "cellist": "cello",
+    "saxophonist": "saxophone",
+    "trumpeter": "trumpet",
+    "flautist": "flute",
+    "flutist": "flute",
+    "harpist": "harp",
+    "clarinetist": "clarinet",
+    "clarinettist": "clarinet",
+    "obese": "obesity",
+    "depressive": "depression",
+    "depressed": "depression",
+    "autistic": "autism",
+    "asthmatic": "asthma",
+    "epileptic": "epilepsy",
+    "schizophrenic": "schizophrenia",
+    "hypertensive": "hypertension",
+    "insomniac": "insomnia",
+}
 
 
 def _form(word: str) -> str:
-    """The word as one form of it ("women" and "woman", "drums" and "drum")."""
-    return _IRREGULAR.get(word, _stem(word))
+    """The word as one form of it: "women" and "woman", "rats" and "rat", "drummer" and "drum" (a
+    player says the instrument), "obese" and "obesity"."""
+    if word in _DERIVED:
+        return _DERIVED[word]
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if word.endswith("sses"):
+        return word[:-2]  # "princesses" -> "princess" (not "princes")
+    if word.endswith("ss"):
+        return word  # "princess", "actress" keep their "ss"
+    if len(word) == 4 and word.endswith("s") and not word.endswith(("us", "is")):
+        return word[:-1]  # "rats", "pigs": too short for _stem
+    return _stem(word)
+
+
+@functools.lru_cache(maxsize=4096)
+def _kind_forms(form: str) -> frozenset[str]:
+    """The forms of the other words of the kind of any word whose form is ``form``."""
+    out = {_form(other) for word, others in KINDS.items() if _form(word) == form for other in others}
+    out.discard(form)
+    return frozenset(out)
 
 
 def _rest_overlap(claim: str, word: str, evidence: str) -> float:

@@ -90,26 +90,32 @@ def opposites(word: str) -> frozenset[str]:
 _KINDS_TEXT = """
 man woman|men women|boy girl|boys girls|father mother|fathers mothers|son daughter|sons daughters
 brother sister|brothers sisters|husband wife|husbands wives|king queen|kings queens|prince princess
-uncle aunt|nephew niece|grandfather grandmother|grandson granddaughter|actor actress|actors actresses
+uncle aunt|nephew niece|grandfather grandmother|grandson granddaughter
 guitar piano drums violin cello viola saxophone trumpet trombone flute clarinet harmonica banjo mandolin harp
-guitarist pianist drummer violinist cellist saxophonist trumpeter bassist keyboardist vocalist
+  oboe bassoon tuba accordion ukulele
+guitarist pianist drummer violinist cellist saxophonist trumpeter bassist keyboardist vocalist trombonist harpist
+  flautist
 gold silver bronze platinum
 summer winter autumn
-anxiety depression schizophrenia dementia asthma obesity hypertension insomnia autism epilepsy
+anxiety depression schizophrenia dementia asthma obesity hypertension insomnia autism epilepsy diabetes alzheimer
+  parkinson migraine arthritis osteoporosis
 lung breast prostate colorectal liver kidney pancreatic ovarian cervical bladder stomach brain
-humans mice rats monkeys pigs
+humans mice rats monkeys pigs dogs cats rabbits sheep zebrafish
 children adults adolescents infants
+boyfriend girlfriend|stepfather stepmother|stepson stepdaughter
+melanoma leukemia lymphoma
 """
-"""Words of one kind, one group a line or between bars: in an otherwise identical sentence, one in
-the place of another states something else ("played the drums" for "played the guitar", "symptoms
-of depression" for "symptoms of anxiety", "in mice" for "in humans"). Curated for the swaps issue
+"""Words of one kind, one group a line (an indented line goes on the one before) or between bars:
+in an otherwise identical sentence, one in the place of another states something else ("played the
+drums" for "played the guitar", "symptoms of depression" for "symptoms of anxiety", "in mice" for
+"in humans"). Never two words for the same thing in one group. Curated for the swaps issue
 21 names (a sex, an instrument, a condition, who was studied); words with a second common sense
 ("bass", "organ", "spring", "fall") are left out."""
 
 
 def _kind_table() -> dict[str, frozenset[str]]:
     table: dict[str, frozenset[str]] = {}
-    for group in re.split(r"[|\n]", _KINDS_TEXT):
+    for group in re.split(r"[|\n]", re.sub(r"\n[ \t]+", " ", _KINDS_TEXT)):
         words = frozenset(group.split())
         for word in words:
             table[word] = table.get(word, frozenset()) | (words - {word})
@@ -117,12 +123,8 @@ def _kind_table() -> dict[str, frozenset[str]]:
 
 
 KINDS: dict[str, frozenset[str]] = _kind_table()
-"""Each word's others of its kind (lower case)."""
-
-
-def same_kind(word: str) -> frozenset[str]:
-    """The other words of the lower-case ``word``'s kind (:data:`KINDS`; empty if it has none)."""
-    return KINDS.get(word, frozenset())
+"""Each word's others of its kind (lower case), as listed; :func:`guardrail.judges._checks.kind_swap`
+compares them by form."""
 
 
 # -- language ---------------------------------------------------------------------
@@ -183,4 +185,4 @@ def is_english(text: str, min_words: int = 3) -> bool:
     return code == "en" or prob < 0.2
 
 
-__all__ = ["ANTONYMS", "KINDS", "are_antonyms", "detect_language", "is_english", "opposites", "same_kind"]
+__all__ = ["ANTONYMS", "KINDS", "are_antonyms", "detect_language", "is_english", "opposites"]
