@@ -860,8 +860,14 @@ def kind_swap(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[str,
     return None
 
 
-_IRREGULAR = {"men": "man", "women": "woman", "wives": "wife", "mice": "mouse", "children": "child"}
-_DERIVED = {
+_FORMS = {
+    # Irregular plurals.
+    "men": "man",
+    "women": "woman",
+    "wives": "wife",
+    "mice": "mouse",
+    "children": "child",
+    # A player says the instrument; an adjective says the condition.
     "guitarist": "guitar",
     "guitarists": "guitar",
     "pianist": "piano",
@@ -892,10 +898,8 @@ _DERIVED = {
 def _form(word: str) -> str:
     """The word as one form of it: "women" and "woman", "rats" and "rat", "drummer" and "drum" (a
     player says the instrument), "obese" and "obesity"."""
-    if word in _DERIVED:
-        return _DERIVED[word]
-    if word in _IRREGULAR:
-        return _IRREGULAR[word]
+    if word in _FORMS:
+        return _FORMS[word]
     if word.endswith("sses"):
         return word[:-2]  # "princesses" -> "princess" (not "princes")
     if word.endswith("ss"):
