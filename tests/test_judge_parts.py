@@ -546,16 +546,15 @@ def test_which_way_a_quantity_moves_and_where_a_bound_lies_decide(
 @pytest.mark.parametrize(
     ("claim", "page"),
     [
-        # A study's question and the background it tests are not what it found.
+        # A study's question and a review's aim are not what they found.
         (
             "Mindfulness training improves working memory in adolescents.",
             "Does mindfulness training improve working memory in adolescents? We conducted a randomised trial in "
             "12 schools.",
         ),
         (
-            "Mindfulness training improves working memory in adolescents.",
-            "Previous studies have suggested that mindfulness training improves working memory in adolescents. We "
-            "tested this in a randomised trial of 12 schools.",
+            "High salt intake raises blood pressure.",
+            "This review evaluates the evidence that high salt intake raises blood pressure.",
         ),
         # Another word of the claim's kind in its place.
         (
