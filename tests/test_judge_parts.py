@@ -175,6 +175,7 @@ def test_a_direction_flip_needs_the_same_thing_moved(claim: str, evidence: str, 
         ("Mindfulness improves memory.", "Previous studies have suggested that mindfulness improves memory.", True),
         ("Mindfulness improves memory.", "It has been proposed that mindfulness improves memory.", True),
         ("Mindfulness improves memory.", "It is unclear if mindfulness improves memory.", True),
+        ("The ban will cut smoking rates.", "Officials are still unsure whether the ban will cut smoking rates.", True),
         # A finding that follows the question answers it.
         (
             "Vitamin D reduces fractures.",

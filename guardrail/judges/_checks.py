@@ -611,7 +611,7 @@ def negation_flip(claim: str, evidence: str) -> bool:
 _ASKING_CUE = (
     r"\b(?:determin|assess|examin|investigat|evaluat|test|explor|establish|ascertain|clarif|address|ask"
     r"|know|see|understand|stud|compar|unknown|unclear|uncertain|question|debat|controvers|doubt|decid"
-    r"|disagree|divided|wonder|find\s+out|(?:not|n['’]t)\s+(?:yet\s+)?clear|(?:not|n['’]t|never"
+    r"|disagree|divided|wonder|unsure|not\s+sure|find\s+out|(?:not|n['’]t)\s+(?:yet\s+)?clear|(?:not|n['’]t|never"
     r"|refused\s+to)\s+(?:say|disclose|reveal|confirm))\w*"
 )
 # No comma right before "whether" ("decided to retire, whether ..." concedes); "test" only right before
