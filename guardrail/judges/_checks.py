@@ -714,9 +714,10 @@ on the page is what backs it."""
 @_Memoised
 def _unasserted_spans(text: str) -> tuple[tuple[int, int], ...]:
     """The spans of ``text`` that put a question, an aim or a supposition without asserting it:
-    from the cue to the end of its sentence, or a whole question (:data:`_QUESTION`), each
-    only where no finding ("found", "showed", "results") follows the cue in the sentence, nor a
-    "Yes" or "No" the question."""
+    from the cue to the end of its clause (:data:`_CLAUSE_END`), where no finding follows the cue
+    in the sentence (:data:`_FINDING`) and no verdict precedes it (:data:`_ENDORSING`); or a whole
+    question (:data:`_QUESTION`) that no answer follows (:data:`_ANSWER`) and that is no title
+    ("Who's Afraid of Virginia Woolf? is a play")."""
     spans: list[tuple[int, int]] = []
     for start, end in sentence_spans(text):
         sentence = text[start:end]
@@ -824,13 +825,13 @@ def _same_slot(claim_tokens: list[str], word: str, ev_tokens: list[str], other: 
     Another of the kind mentioned in passing ("after studies in mice, the trial tested the drug in
     40 volunteers") is in no slot of the claim's."""
     ours, theirs = _slots(claim_tokens, {_form(word)}), _slots(ev_tokens, {_form(other)})
-    for left, right in ours:
-        for ev_left, ev_right in theirs:
-            if (left is not None and left == ev_left) or (right is not None and right == ev_right):
-                return True
-            if left is None and right is None:
-                return True
-    return False
+    if theirs and (None, None) in ours:
+        return True
+    return any(
+        (left is not None and left == ev_left) or (right is not None and right == ev_right)
+        for left, right in ours
+        for ev_left, ev_right in theirs
+    )
 
 
 @functools.lru_cache(maxsize=_TEXT_CACHE)
@@ -849,13 +850,11 @@ def kind_swap(claim: str, evidence: str, min_overlap: float = 0.6) -> tuple[str,
     for word in sorted(claim_words - ev_words):
         if _form(word) in ev_forms:
             continue
-        others = sorted(w for w in ev_words if _form(w) in _kind_forms(_form(word)))
+        others = sorted(w for w in ev_words if _form(w) in _kind_forms(_form(word)) and _form(w) not in claim_forms)
+        if not others or _rest_overlap(claim, word, evidence) < min_overlap:
+            continue
         for other in others:
-            if (
-                _form(other) not in claim_forms
-                and _rest_overlap(claim, word, evidence) >= min_overlap
-                and _same_slot(claim_tokens, word, ev_tokens, other)
-            ):
+            if _same_slot(claim_tokens, word, ev_tokens, other):
                 return word, other
     return None
 
