@@ -1,11 +1,12 @@
 """The embedded judge on hand-written study and encyclopedia citations, beside the word-overlap rule.
 
-Twenty-three short cases written for issue 21's failure kinds that the labelled sets hold few of:
+Twenty-five short cases written for issue 21's failure kinds that the labelled sets hold few of:
 a finding turned the other way ("increased" against "lowered"), a quantity moved one way in the
 claim and the other on the page while something else moves the claim's way ("higher coffee
 consumption ... lower risk"), a bounded or rounded number ("more than 200 million", "about 120
-million"), a study's aim, question or background quoted as its finding, a negated finding, a
-swapped place, year or noun ("in mice" for "in humans", "gold" for "silver").
+million"), a study's aim, question or background quoted as its finding, a negated finding or a
+null result inside a structured abstract ("Results: ... did not reduce ...", "was no greater than
+with sham"), a swapped place, year or noun ("in mice" for "in humans", "gold" for "silver").
 A probe, not a data set: it was written by the developer who changed the judge, so its figures
 say which mechanisms work, not how often on real pages (``bench/judge_accuracy.py`` says that).
 
@@ -146,6 +147,24 @@ CASES: tuple[tuple[str, str, str, str], ...] = (
         "Previous studies have suggested that mindfulness training improves working memory in adolescents. We "
         "tested this in a randomised trial of 12 schools. Working memory scores did not differ between groups.",
         MINDFULNESS,
+    ),
+    (
+        "contradicted",
+        "Acupuncture relieves chronic back pain better than sham acupuncture.",
+        "Background: Chronic back pain is common. Methods: We randomly assigned 640 participants to acupuncture or "
+        "sham and followed them for two years. Results: Pain relief with real acupuncture was no greater than with "
+        "sham acupuncture. Conclusions: Acupuncture was not superior to sham.",
+        "Acupuncture for back pain",
+    ),
+    (
+        "contradicted",
+        "Hydroxychloroquine reduces 28-day mortality in patients hospitalised with COVID-19.",
+        "Background: Hydroxychloroquine has been proposed as a treatment for COVID-19. Methods: In this randomised, "
+        "controlled, open-label trial, 1561 patients were assigned to receive hydroxychloroquine and 3155 to usual "
+        "care. Results: Hydroxychloroquine did not reduce 28-day mortality (27.0% vs 25.0%). Conclusions: In "
+        "patients hospitalised with COVID-19, those who received hydroxychloroquine did not have a lower incidence "
+        "of death at 28 days than those who received usual care.",
+        "Hydroxychloroquine in COVID-19",
     ),
     (
         "not_found",

@@ -418,6 +418,141 @@ def test_a_set_phrase_is_not_read_for_opposites() -> None:
 # -- the real model through the verifier -----------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("claim", "sentence", "denied"),
+    [
+        (
+            "Vitamin D supplementation reduces the risk of fractures in older adults.",
+            "Results: Vitamin D supplementation did not reduce the risk of fractures compared with placebo.",
+            "reduce",
+        ),
+        (
+            "Hydroxychloroquine reduces mortality in hospitalized COVID-19 patients.",
+            "Hydroxychloroquine did not significantly reduce 28-day mortality in hospitalized patients.",
+            "reduce",
+        ),
+        # A structured abstract's label names nothing else ("Results" is no other name than "COVID-19").
+        (
+            "Hydroxychloroquine reduces 28-day mortality in patients hospitalised with COVID-19.",
+            "Results: Hydroxychloroquine did not reduce 28-day mortality (27.0% vs 25.0%).",
+            "reduce",
+        ),
+        ("Aspirin relieves migraine pain.", "Aspirin has not been shown to relieve migraine pain.", "relieve"),
+        ("Smoking causes lung cancer.", "Smoking doesn’t cause lung cancer.", "cause"),
+        ("He is the father of Anna Berg.", "He is not the father of Anna Berg.", "father"),
+        ("Obama was born in Hawaii.", "Obama was not born in Hawaii.", "born"),
+        # Not governed by the negation, or said of something else.
+        (
+            "The drug reduces hospital admissions.",
+            "The drug not only reduced hospital admissions but also deaths.",
+            None,
+        ),
+        ("Exercise lowers blood pressure.", "Patients who did not exercise had higher blood pressure.", None),
+        ("Obama was born in Hawaii.", "Obama was not born in Kenya.", None),
+        ("Smoking causes lung cancer.", "Smoking causes lung cancer, not heart disease.", None),
+        ("There is no evidence that zinc shortens colds.", "Zinc does not shorten colds.", None),  # a negated claim
+        # Also stated: "did not reduce mortality but reduced admissions" says the claim.
+        (
+            "The drug reduces hospital admissions.",
+            "The drug did not reduce mortality but reduced hospital admissions.",
+            None,
+        ),
+        # A bound, which the quantity checks read.
+        ("Brazil has more than 200 million people.", "Brazil has no more than 150 million people.", None),
+        # Found in review: another subject, instance or group; a time, a hedge, a lack of the subject.
+        ("Vitamin D reduces the risk of fractures.", "Placebo did not reduce the risk of fractures.", None),
+        ("Nicotine patches increase quit rates.", "Placebo patches did not increase quit rates.", None),
+        ("He won the gold medal in the 100 metres.", "He did not win the gold medal in the 200 metres.", None),
+        ("She won the Best Actress award in 2010.", "She did not win the Best Actress award in 2012.", None),
+        ("The film won the Oscar for Best Picture.", "The film did not win the Oscar for Best Director.", None),
+        (
+            "Nicotine patches increase quit rates among adults.",
+            "Nicotine patches did not increase quit rates among adolescents.",
+            None,
+        ),
+        ("The team won the league title.", "The team did not win the league title until 1990.", None),
+        ("Statins reduce the risk of stroke.", "Statins may not reduce the risk of stroke in the elderly.", None),
+        ("Smoking increases the risk of stroke.", "Quitting smoking did not increase the risk of stroke.", None),
+        ("Exercise reduces pain.", "Exercise does not simply reduce pain; it changes how pain is felt.", None),
+        ("Aspirin reduces the risk of colorectal cancer.", "Aspirin did not reduce the risk of falls.", None),
+        ("Exercise lowers blood pressure.", "Patients who did not exercise did not lower their blood pressure.", None),
+        ("Smoking causes lung cancer.", "It is not true that smoking does not cause lung cancer.", None),
+        ("Exercise reduces the risk of falls.", "In the trial, placebo did not reduce the risk of falls.", None),
+        ("The drug reduces pain.", "The drug did not reduce pain in week 1, but it reduced pain by week 4.", None),
+        # Irregular and short past forms are the verb's.
+        ("Brazil won the 2014 World Cup.", "Brazil did not win the 2014 World Cup.", "win"),
+        ("The company filed for bankruptcy in 2019.", "The company did not file for bankruptcy in 2019.", "file"),
+        # Too little of the rest of the claim.
+        ("Vitamin D reduces fractures in older women living at home.", "Calcium did not reduce fractures.", None),
+    ],
+)
+def test_a_sentence_that_denies_the_claims_word_is_a_denial(claim: str, sentence: str, denied: str | None) -> None:
+    assert checks.denial(claim, sentence) == denied
+    assert checks.denies(claim, f"Methods: We followed 400 adults. {sentence}") is (denied is not None)
+
+
+ACUPUNCTURE = "Acupuncture relieves chronic back pain better than sham acupuncture."
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "word"),
+    [
+        (
+            "Mindfulness training improves working memory in adolescents.",
+            "Working memory scores did not differ between groups.",
+            "improves",
+        ),
+        (
+            ACUPUNCTURE,
+            "Results: Pain relief with real acupuncture was no greater than with sham acupuncture.",
+            "relieves",
+        ),
+        (
+            "Zinc shortens the duration of the common cold.",
+            "There was no significant difference in the duration of colds between the zinc and placebo groups.",
+            "shortens",
+        ),
+        (
+            "Statins reduce the risk of dementia.",
+            "In this cohort, statin use was not associated with the risk of dementia (HR 1.01).",
+            "reduce",
+        ),
+        (
+            "Exercise lowers blood pressure in older adults.",
+            "Exercise failed to lower blood pressure in older adults.",
+            "lowers",
+        ),
+        # A comparison at baseline, another outcome's null result, or another comparison.
+        (
+            "Mindfulness training improves working memory in adolescents.",
+            "Working memory scores did not differ between groups at baseline.",
+            None,
+        ),
+        (
+            "Drug X improves pain in arthritis.",
+            "Drug X improved pain, but function did not differ between groups.",
+            None,
+        ),
+        (
+            "Drug X improves pain in arthritis.",
+            "Pain scores were lower with drug X; function did not differ between groups.",
+            None,
+        ),
+        (
+            "Smoking increases the risk of lung cancer.",
+            "There is no difference in lung cancer risk between filtered and unfiltered cigarettes.",
+            None,
+        ),
+        ("Brazil has more than 200 million people.", "Brazil has no more than 150 million people.", None),
+        ("Zinc has no effect on colds.", "There was no significant difference in the duration of colds.", None),
+    ],
+)
+def test_a_study_that_found_no_effect_says_otherwise_than_a_claimed_effect(
+    claim: str, sentence: str, word: str | None
+) -> None:
+    assert checks.says_otherwise(claim, sentence) == word
+
+
 @pytest.fixture(scope="module")
 def verifier() -> Verifier:
     class NoFetch:
@@ -571,3 +706,26 @@ def test_which_way_a_quantity_moves_and_where_a_bound_lies_decide(
 )
 def test_a_question_a_supposition_or_a_swapped_word_is_not_support(verifier: Verifier, claim: str, page: str) -> None:
     assert _check(verifier, claim, page).overall == Label.not_found
+
+
+@pytest.mark.slow
+def test_a_failed_finding_in_a_structured_abstract_contradicts(verifier: Verifier) -> None:
+    # The model reads the "Methods: ... Results: ... did not reduce ..." window as support (0.61).
+    abstract = (
+        "Background: Fractures are common in older adults. Methods: We randomised 2,000 adults aged over 70 to "
+        "vitamin D or placebo. Results: Vitamin D supplementation did not reduce the risk of fractures compared "
+        "with placebo (hazard ratio 1.02). Conclusion: Routine supplementation is not supported."
+    )
+    result = _check(verifier, "Vitamin D supplementation reduces the risk of fractures in older adults.", abstract)
+    assert result.overall == Label.contradicted
+
+
+@pytest.mark.slow
+def test_a_null_result_in_a_structured_abstract_is_no_support(verifier: Verifier) -> None:
+    # The model reads "Background: ..." joined with the null result as support (0.69).
+    abstract = (
+        "Background: Chronic back pain is common. Methods: We randomly assigned 640 participants to acupuncture "
+        "or sham and followed them for two years. Results: Pain relief with real acupuncture was no greater "
+        "than with sham acupuncture. Conclusions: Acupuncture was not superior to sham."
+    )
+    assert _check(verifier, ACUPUNCTURE, abstract).overall != Label.supported

@@ -540,6 +540,34 @@ def test_a_part_of_a_claim_is_not_backed_by_an_aim() -> None:
     ]
 
 
+def test_a_window_holding_a_denial_of_the_claim_backs_nothing() -> None:
+    methods = "Methods: We randomised 2,000 adults aged over 70 to vitamin D or placebo."
+    result = "Results: Vitamin D supplementation did not reduce the risk of fractures compared with placebo."
+    passage = f"{methods} {result}"
+    table = {}
+    for c in build_candidates(JudgeRequest(claim=VITAMIN_CLAIM, passages=[passage]), LocalJudgeConfig()).candidates:
+        # As the real model reads a structured abstract: the methods and the failed finding together
+        # as the claim, the finding alone as against it (too weakly to settle the first round, so
+        # the window is read).
+        table[c.model_text] = (
+            (0.97, 0.02, 0.01) if len(c.units) > 1 else (0.3, 0.1, 0.6) if result in c.text else (0.05, 0.9, 0.05)
+        )
+    verdict = _decided(VITAMIN_CLAIM, passage, table)
+    assert verdict.label == "contradicted" and verdict.evidence_quote == result
+    # The same window with the finding stated backs the claim (the finding alone reads neutral).
+    found = result.replace("did not reduce", "reduced")
+    table = {text.replace(result, found): probs if probs[0] > 0.5 else (0.3, 0.6, 0.1) for text, probs in table.items()}
+    assert _decided(VITAMIN_CLAIM, f"{methods} {found}", table).label == "supported"
+
+
+def test_a_sentence_denying_the_claim_states_its_opposite() -> None:
+    result = "Vitamin D supplementation did not reduce the risk of fractures compared with placebo."
+    assert _features(VITAMIN_CLAIM, result)["antonym_flip"] == 1.0
+    # However the model reads it, it never backs the claim.
+    assert _read_as(VITAMIN_CLAIM, result, result, (0.97, 0.02, 0.01)).label != "supported"
+    assert _features(VITAMIN_CLAIM, result.replace("did not reduce", "reduced"))["antonym_flip"] == 0.0
+
+
 def test_another_word_of_the_claims_kind_backs_nothing_but_may_contradict() -> None:
     claim = "Exercise reduces symptoms of anxiety in adults."
     swapped = "Exercise reduced symptoms of depression in adults."

@@ -97,7 +97,7 @@ def as_read(claim: str, cand: Candidate) -> Candidate:
     Otherwise ``cand`` itself; a changed reading is a copy (the model's own stays on ``cand``)."""
     if checks.unasserted(claim, cand.text):
         return dataclasses.replace(cand, probs=NEUTRAL.copy())
-    if checks.kind_swap(claim, cand.text) is not None:
+    if checks.kind_swap(claim, cand.text) is not None or checks.denies(claim, cand.text):
         probs = np.array(cand.probs, dtype=np.float32, copy=True)
         probs[NEU] += probs[ENT]
         probs[ENT] = 0.0

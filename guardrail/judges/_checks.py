@@ -606,6 +606,333 @@ def negation_flip(claim: str, evidence: str) -> bool:
     return (negation_count(claim) % 2) != (negation_count(evidence) % 2)
 
 
+_DENYING = frozenset({"not", "no", "never", "n't", "cannot", "nor", "neither"})
+_DENIAL_BRIDGE = frozenset(
+    {
+        "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "has", "have", "had",
+        "will", "would", "can", "could", "may", "might", "should", "a", "an", "the", "to", "shown",
+        "found", "proven", "proved", "appear", "appears", "appeared", "seem", "seems", "seemed",
+    }
+)  # fmt: skip
+"""Words that may stand between a negation and the word it denies ("did not significantly reduce",
+"has not been shown to reduce", "is not the father of")."""
+_NOT_DENYING_BEFORE = frozenset({"may", "might", "should", "or"})
+"""Words that, right before a negation, keep it from stating the opposite: "may not reduce" hedges,
+"should not be given" advises, "whether or not" asks."""
+_PRIVATIVE = frozenset(
+    {
+        "quit", "quitting", "stop", "stopping", "stopped", "cessation", "abstinence", "absence", "withdrawal",
+        "discontinuation", "discontinuing", "avoiding", "avoidance", "non",
+    }
+)  # fmt: skip
+"""Words that, before a negation, make its subject the lack of the claim's ("quitting smoking did not
+increase the risk of stroke" does not deny "smoking increases the risk of stroke")."""
+_SCOPE_ADVERBS = frozenset(
+    {
+        "merely", "simply", "solely", "purely", "exclusively", "necessarily", "usually", "generally",
+        "typically", "entirely", "completely", "fully", "consistently", "invariably", "always",
+    }
+)  # fmt: skip
+"""Adverbs after which a negation denies how far or how often, not the word ("did not simply reduce",
+"does not necessarily cause")."""
+_EXTENT = frozenset({"until", "till", "before", "further", "alone", "again", "fully", "completely", "entirely"})
+"""Words that, later in the clause, make a negation deny a time, degree or manner rather than the
+word ("did not win the title until 1990", "did not reduce pressure further", "did not walk alone")."""
+_SUBJECT_PRONOUNS = frozenset({"he", "she", "it", "they", "we", "this", "these"})
+_SENTENCE_TOKEN = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:'[a-z]+)?|\d[\d,.]*|[^\sA-Za-z\d]")
+
+
+def _sentence_tokens(text: str) -> list[str]:
+    """Lower-case words, numbers and punctuation of ``text``, "n't" apart ("doesn't" -> "does", "n't")."""
+    return [t.lower() for t in _SENTENCE_TOKEN.findall(matchable(text).replace("\u2019", "'").replace("n't", " n't"))]
+
+
+def _negation_at(tokens: Sequence[str], i: int) -> int:
+    """The index of a negation that governs the word at ``i``, else -1: it stands before it with only
+    auxiliaries, articles and adverbs between ("did not significantly reduce"; not "not only reduced")."""
+    j = i - 1
+    while j >= 0 and i - j <= 5:
+        token = tokens[j]
+        if token in _DENYING:
+            return j
+        adverb = token.endswith("ly") and len(token) > 4 and token not in _SCOPE_ADVERBS
+        if token not in _DENIAL_BRIDGE and not adverb:
+            return -1
+        j -= 1
+    return -1
+
+
+def _denied_at(tokens: Sequence[str], i: int) -> bool:
+    """Whether a negation governs the word at ``i`` (:func:`_negation_at`)."""
+    return _negation_at(tokens, i) >= 0
+
+
+_CLAUSE_BREAK = frozenset(
+    {
+        "and", "but", "or", "nor", "while", "whereas", "although", "though", "which", "who", "whom",
+        "whose", "that", "because", "when", "if", "unless", "than", "compared", "versus", "vs",
+    }
+)  # fmt: skip
+
+
+_PASSED_OVER = frozenset({"among", "amongst", "across", "within", "via", "per", "toward", "towards", "upon", "onto"})
+"""Prepositions that are no content of their own: "employment among women" says it of "women"."""
+
+
+def _next_contents(tokens: Sequence[str], i: int, n: int = 3) -> tuple[str, ...]:
+    """The :func:`_root` of the first ``n`` content words after ``i`` in the same clause (what the
+    word at ``i`` says something of: "reduce 28-day mortality", "reduce the risk", "born in Hawaii")."""
+    found: list[str] = []
+    for token in tokens[i + 1 :]:
+        if token in "-/" or token in _PASSED_OVER:
+            continue  # "28-day mortality", "employment among women"
+        if not token[0].isalnum() or token in _CLAUSE_BREAK or token in _DENYING or len(found) == n:
+            break  # "who did not exercise did not lower": what follows "exercise" is another denial
+        if token not in STOPWORDS and not (token.endswith("ly") and len(token) > 4):
+            found.append(_root(token))
+    return tuple(found)
+
+
+def _same_next(claimed: tuple[str, ...], following: tuple[str, ...]) -> bool:
+    """Whether a word says something of what the claim's word does: the claim's next content words
+    (``claimed``, up to two: "risk of fractures", not "risk of falls") among the few that follow it
+    (``following``), or neither has any."""
+    return set(claimed) <= set(following) if claimed else not following
+
+
+def _clause_before(tokens: Sequence[str], i: int) -> list[str]:
+    """The words before ``i`` back to the clause's start (a punctuation mark or a conjunction; a
+    relative "who", "which" or "that" does not end it: "patients who did not exercise")."""
+    j = i
+    while (
+        j > 0
+        and tokens[j - 1][0].isalnum()
+        and (tokens[j - 1] not in _CLAUSE_BREAK or tokens[j - 1] in {"that", "which", "who", "whom", "whose"})
+    ):
+        j -= 1
+    return list(tokens[j:i])
+
+
+def _subject_kept(claim_before: frozenset[str], before: Sequence[str]) -> bool:
+    """Whether the denial is said of the claim's subject: one of the claim's words before its word
+    (``claim_before``) is among the sentence's words before the negation, or that subject is a pronoun
+    ("In the trial, placebo did not reduce pain" is said of another; "It did not reduce pain" may be
+    the claim's). A subject that shares a word with the claim's but names another thing ("Placebo
+    patches" for "Nicotine patches") is :func:`_about_another`'s to tell."""
+    if not claim_before:
+        return True
+    roots = {_root(t) for t in before if t[0].isalpha() and t not in STOPWORDS}
+    return bool(roots & claim_before) if roots else bool(_SUBJECT_PRONOUNS & set(before))
+
+
+def _denies_only_extent(tokens: Sequence[str], i: int) -> bool:
+    """Whether the rest of the clause after ``i`` makes the negation deny a time, degree or manner
+    (:data:`_EXTENT`; an equative "as much as", "as well as": "did not reduce pain as much as surgery")."""
+    after: list[str] = []
+    for token in tokens[i + 1 :]:
+        if not token[0].isalnum() or token in _CLAUSE_BREAK:
+            break
+        after.append(token)
+    if _EXTENT & set(after):
+        return True
+    return any(t == "as" and "as" in after[k + 2 : k + 4] for k, t in enumerate(after))
+
+
+_PAST_FORMS = {
+    "won": "win", "rose": "rise", "risen": "rise", "fell": "fall", "fallen": "fall", "flew": "fly", "flown": "fly",
+    "made": "make", "sank": "sink", "grew": "grow", "grown": "grow", "took": "take", "taken": "take",
+    "gave": "give", "given": "give", "wrote": "write", "written": "write", "ran": "run", "began": "begin",
+    "begun": "begin", "became": "become", "came": "come", "went": "go", "gone": "go", "held": "hold",
+    "led": "lead", "left": "leave", "lost": "lose", "met": "meet", "paid": "pay", "sold": "sell",
+    "told": "tell", "brought": "bring", "bought": "buy", "built": "build", "chose": "choose",
+    "chosen": "choose", "drew": "draw", "drawn": "draw", "drove": "drive", "driven": "drive", "found": "find",
+    "got": "get", "kept": "keep", "knew": "know", "known": "know", "saw": "see", "seen": "see", "sent": "send",
+    "spoke": "speak", "spoken": "speak", "stood": "stand", "struck": "strike", "taught": "teach",
+    "threw": "throw", "thrown": "throw", "wore": "wear", "worn": "wear", "spent": "spend", "sang": "sing",
+    "sung": "sing", "shot": "shoot", "caught": "catch", "fought": "fight", "broke": "break", "broken": "break",
+}  # fmt: skip
+"""Irregular past forms, read as the verb: "did not win" denies "won"."""
+
+
+@functools.lru_cache(maxsize=65536)
+def _root(word: str) -> str:
+    """One form of a word for every form of a verb: :func:`_stem` without a final "e" ("reduce",
+    "reduces", "reduced"), with short and irregular past forms ("filed", "won", "rose") and "-ied"
+    ("qualified") read as the verb."""
+    w = _PAST_FORMS.get(word, word)
+    if len(w) > 4 and w.endswith(("ied", "ies")):
+        w = w[:-3] + "y"
+    elif len(w) in (4, 5) and w.endswith("ed") and w[-3] != "e":
+        w = w[:-1]  # "filed" -> "file", "voted" -> "vote" (too short for _stem)
+    return _stem(w).rstrip("e") or w
+
+
+@functools.lru_cache(maxsize=_TEXT_CACHE)
+def denial(claim: str, sentence: str, min_overlap: float = 0.5) -> str | None:
+    """A word of a claim that states no negation that ``sentence`` denies while saying the rest of the
+    claim (at least ``min_overlap`` of its other content words): "reduces" for "Vitamin D reduces the
+    risk of fractures." against "Vitamin D did not reduce the risk of fractures compared with
+    placebo." The negation must govern the word ("did not significantly reduce", "has not been
+    shown to reduce"; "not only reduced" denies nothing), the word must be followed by what follows
+    it in the claim (:func:`_same_next`: what is reduced; "patients who did not exercise had higher
+    blood pressure" does not deny "exercise lowers blood pressure", nor "was not born in Kenya" "was
+    born in Hawaii"), and the sentence must not also state it ("did not
+    reduce mortality but reduced admissions" says the claim "reduces admissions"). None otherwise."""
+    if negation_count(claim):
+        return None
+    claim_tokens = _sentence_tokens(claim)
+    tokens = _sentence_tokens(sentence)
+    ours: dict[str, tuple[str, ...]] = {}
+    subjects: dict[str, frozenset[str]] = {}
+    for i, token in enumerate(claim_tokens):
+        if token[0].isalpha() and token not in STOPWORDS:
+            ours.setdefault(_root(token), _next_contents(claim_tokens, i, 2))
+            subjects.setdefault(
+                _root(token),
+                frozenset(_root(t) for t in _clause_before(claim_tokens, i) if t[0].isalpha() and t not in STOPWORDS),
+            )
+    denied: list[str] = []
+    stated: set[str] = set()
+    for i, token in enumerate(tokens):
+        stem = _root(token)
+        if stem not in ours or token in STOPWORDS:
+            continue
+        at = _negation_at(tokens, i)
+        if at < 0:
+            stated.add(stem)
+        elif (
+            _same_next(ours[stem], _next_contents(tokens, i, 6))
+            and not (token in _DIRECTION and tokens[i + 1 : i + 2] == ["than"])  # "no more than 200": a bound
+            and not negation_count(" ".join(tokens[:at]))  # "it is not true that ... does not", "without X, ..."
+            and not (at and tokens[at - 1] in _NOT_DENYING_BEFORE)  # "may not", "should not", "or not"
+            and _subject_kept(subjects[stem], before := _clause_before(tokens, at))
+            and not _PRIVATIVE & set(before)
+            and not _denies_only_extent(tokens, i)
+        ):
+            denied.append(token)
+    if denied and _about_another(claim, sentence):
+        return None
+    for token in denied:
+        root = _root(token)
+        rest = " ".join(w for w in _WORD.findall(claim) if _root(w.lower()) != root)
+        if root not in stated and overlap(rest, sentence) >= min_overlap:
+            return token
+    return None
+
+
+def _about_another(claim: str, sentence: str) -> bool:
+    """Whether ``sentence`` is about another instance than the claim: another value or year of the
+    same quantity ("did not win the 200 metres" for "won the 100 metres", "in 2012" for "in 2010"),
+    another word of the claim's kind ("among adolescents" for "among adults"), or a name of the claim
+    that it lacks where it names another ("the Oscar for Best Director" for "... Best Picture")."""
+    if conflicting_quantity(claim, sentence) or conflicting_year(claim, sentence) or kind_swap(claim, sentence):
+        return True
+    missing = [e for e in entities(claim) if not names_the_same(e, sentence)]
+    unlabelled = _SECTION_LABEL.sub("", sentence, count=1)  # "Results: ..." names no "Results"
+    return bool(missing) and any(not names_the_same(e, claim) for e in entities(unlabelled))
+
+
+_SECTION_LABEL = re.compile(r"^\s*(?:[A-Z][A-Za-z]*\s){0,2}[A-Z][A-Za-z]*:\s")
+"""The label a structured abstract opens a sentence with: "Results: ", "Main outcome measures: "."""
+
+
+_EFFECT_TEXT = (
+    "improve improves improved improving worsen worsens worsened relieve relieves relieved prevent prevents "
+    "prevented protect protects protected benefit benefits benefited benefitted cause causes caused shorten "
+    "shortens shortened lengthen lengthens lengthened extend extends extended slow slows slowed affect affects "
+    "affected alter alters altered associated linked related effective efficacious better superior outperform "
+    "outperforms outperformed"
+)
+_EFFECT_WORDS = frozenset(_EFFECT_TEXT.split())
+"""Words by which a claim says that something has an effect or does better (beside the direction
+words: "reduces", "higher"): what a study's null result says otherwise."""
+_NULL_RESULT = re.compile(
+    r"\b(?:(?:did|does|do)\s+not\s+(?:\w+ly\s+)?(?:differ|change|improve|affect|alter|vary)"
+    r"|(?:was|were|is|are)\s+not\s+(?:\w+ly\s+)?(?:different|superior|better|associated|related|linked|effective)"
+    r"|no\s+(?:\w+ly\s+)?(?:significant\s+|clinically\s+meaningful\s+|meaningful\s+|detectable\s+|measurable\s+)?"
+    r"(?:differences?|effects?|changes?|improvements?|benefits?|associations?)\s+(?:in|on|of|for|between|with)\b"
+    r"|(?:was|were|is|are)\s+no\s+(?:greater|better|higher|lower|more\s+effective)\s+than\b(?!\s*[$€£\d])"
+    r"|failed\s+to\s+(?:\w+ly\s+)?(?:improve|reduce|lower|increase|raise|prevent|relieve|shorten|affect|change)"
+    r"|(?:similar|comparable)\s+(?:in|between|across|among)\s+(?:the\s+)?(?:two\s+|three\s+|both\s+|all\s+)?"
+    r"(?:groups|arms))\b",
+    re.IGNORECASE,
+)
+"""How a study says that it found no effect: "did not differ", "was not superior", "no significant
+difference in", "was no greater than" (not a bound: "no more than 200"), "failed to improve",
+"similar between groups"."""
+_BASELINE = re.compile(r"\b(?:baseline|at\s+entry|at\s+enrol+ment|before\s+(?:treatment|randomi[sz]ation))\b", re.I)
+_IN_STUDY = re.compile(
+    r"\b(?:between|across|among)\s+(?:the\s+)?(?:two\s+|three\s+|both\s+|all\s+|treatment\s+|study\s+)?"
+    r"(?:groups|arms)\b|\b(?:with|than|to|versus|vs\.?)\s+(?:the\s+)?(?:placebo|sham|control|usual\s+care)\b",
+    re.IGNORECASE,
+)
+"""A comparison within the study that the page reports: its subject is the study's intervention."""
+
+
+@functools.lru_cache(maxsize=_TEXT_CACHE)
+def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | None:
+    """A word by which a claim that states no negation says that something has an effect or does
+    better ("improves", "reduces", "better than") where ``sentence`` reports that a study found no
+    such effect on the claim's outcome: "improves" for "Mindfulness training improves working memory
+    in adolescents." against "Working memory scores did not differ between groups." The clause of the
+    null result must name the outcome (a content word that follows the claim's word), the sentence
+    must name the claim's subject (the words before it) or compare the study's groups ("between
+    groups", "with placebo"), say at least ``min_overlap`` of the rest of the claim, and not state
+    the claim's word itself; a comparison at baseline ("did not differ at baseline") is no result.
+    None otherwise."""
+    if negation_count(claim) or _BASELINE.search(sentence) or _about_another(claim, sentence):
+        return None
+    tokens = _sentence_tokens(claim)
+    words = [t for t in tokens if t.isalpha() and t not in STOPWORDS]
+    effect = next((t for t in words if t in _EFFECT_WORDS or t in _DIRECTION), None)
+    nulls = list(_NULL_RESULT.finditer(sentence))
+    if effect is None or not nulls:
+        return None
+    outside = _NULL_RESULT.sub(" ", sentence)  # "failed to lower" does not state "lowers"
+    if any(_root(t) == _root(effect) for t in _sentence_tokens(outside)):
+        return None
+    at = tokens.index(effect)
+    subject = {_root(t) for t in tokens[:at] if t.isalpha() and t not in STOPWORDS}
+    outcome = {_root(t) for t in tokens[at + 1 :] if t.isalpha() and t not in STOPWORDS} - subject
+    said = {_root(t) for t in _sentence_tokens(sentence)}
+    named = bool(subject) and 2 * len(subject & said) >= len(subject)
+    if not (named or _IN_STUDY.search(sentence)):
+        return None
+    rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != effect)
+    if overlap(rest, sentence) < min_overlap:
+        return None
+    for m in nulls:
+        clause = _clause_around(sentence, m.start(), m.end())
+        if outcome & {_root(t) for t in _sentence_tokens(clause)}:
+            return effect
+    return None
+
+
+_CLAUSE_EDGE = re.compile(r"[;:,()]|\b(?:but|while|whereas|although|though|however)\b", re.IGNORECASE)
+
+
+def _clause_around(sentence: str, start: int, end: int) -> str:
+    """The clause of ``sentence`` that holds ``sentence[start:end]``: from the last comma, colon,
+    bracket or contrast word before it to the first after it."""
+    before = [m.end() for m in _CLAUSE_EDGE.finditer(sentence, 0, start)]
+    after = _CLAUSE_EDGE.search(sentence, end)
+    return sentence[(before[-1] if before else 0) : (after.start() if after else len(sentence))]
+
+
+def says_otherwise(claim: str, sentence: str) -> str | None:
+    """The claim's word that ``sentence`` denies (:func:`denial`) or reports no effect for
+    (:func:`null_result`), else None: either way the sentence states the opposite of the claim."""
+    return denial(claim, sentence) or null_result(claim, sentence)
+
+
+def denies(claim: str, text: str) -> bool:
+    """Whether a sentence of ``text`` says otherwise than the claim (:func:`says_otherwise`): a window
+    or joined reading that holds "Vitamin D did not reduce the risk of fractures" backs no claim that
+    it does, whatever its other sentences say (the model reads such windows of a structured abstract
+    as support more often than the sentence)."""
+    return any(says_otherwise(claim, text[a:b]) is not None for a, b in sentence_spans(text))
+
+
 # -- what a sentence does not assert -----------------------------------------
 
 _ASKING_CUE = (

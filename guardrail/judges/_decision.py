@@ -40,7 +40,8 @@ SUP, CONTRA, NF = 0, 1, 2
 
 CONFLICTS: tuple[str, ...] = ("number_conflict", "year_conflict", "antonym_flip", "role_swap", "name_restated")
 """What a sentence can state in the claim's place instead of what the claim says: another value for
-the same quantity, another year for the same event, the opposite word, the roles reversed (each with
+the same quantity, another year for the same event, the opposite word or the claim's word denied
+("did not reduce" for "reduces"), the roles reversed (each with
 the rest of the claim matching; :func:`guardrail.judges._features.conflicts_of`), or another name in
 the place of the claim's that the model reads the sentence as saying (``name_restated``: "directed by
 James Cameron" never backs "directed by Steven Spielberg"). Another name alone is not among them: on

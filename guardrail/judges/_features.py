@@ -111,7 +111,10 @@ def conflicts_of(claim: str, text: str) -> tuple[bool, bool, bool, bool, bool, b
     name = name_hit is not None and checks.overlap_without(claim, name_hit[0], text) >= 0.5
     close = checks.overlap(claim, text) >= 0.5
     negation = close and checks.negation_flip(claim, text)
-    antonym = checks.antonym_flip(claim, text, 0.5) is not None
+    # A sentence that denies the claim's own word ("did not reduce the risk" for "reduces the
+    # risk") or reports no effect where it claims one ("did not differ between groups") states its
+    # opposite as surely as an antonym does.
+    antonym = checks.antonym_flip(claim, text, 0.5) is not None or checks.says_otherwise(claim, text) is not None
     role = checks.role_swap(claim, text) is not None
     rank = checks.other_rank(claim, text)
     if checks.negation_count(claim) % 2:
