@@ -479,6 +479,7 @@ def test_a_set_phrase_is_not_read_for_opposites() -> None:
         ("Smoking causes lung cancer.", "It is not true that smoking does not cause lung cancer.", None),
         ("Exercise reduces the risk of falls.", "In the trial, placebo did not reduce the risk of falls.", None),
         ("The drug reduces pain.", "The drug did not reduce pain in week 1, but it reduced pain by week 4.", None),
+        ("The drug reduces pain.", "In the subgroup over 75, the drug did not reduce pain.", None),
         # Irregular and short past forms are the verb's.
         ("Brazil won the 2014 World Cup.", "Brazil did not win the 2014 World Cup.", "win"),
         ("The company filed for bankruptcy in 2019.", "The company did not file for bankruptcy in 2019.", "file"),
@@ -545,12 +546,126 @@ ACUPUNCTURE = "Acupuncture relieves chronic back pain better than sham acupunctu
         ),
         ("Brazil has more than 200 million people.", "Brazil has no more than 150 million people.", None),
         ("Zinc has no effect on colds.", "There was no significant difference in the duration of colds.", None),
+        # A claim of no better or hardly any effect: a null result agrees with it.
+        (
+            "Generic statins are as effective as branded statins at lowering cholesterol.",
+            "Cholesterol did not differ between the generic and branded statin groups.",
+            None,
+        ),
+        # Before the intervention began, in a subgroup, of an add-on, in the control arm, by subgroup.
+        (
+            "The vaccination campaign reduced measles cases.",
+            "Measles cases were similar in both regions before the vaccination campaign began.",
+            None,
+        ),
+        (
+            "Aspirin reduces the risk of colorectal cancer.",
+            "In the subgroup of women, aspirin did not reduce the risk of colorectal cancer.",
+            None,
+        ),
+        (
+            "Metformin lowers blood glucose.",
+            "Adding sitagliptin to metformin did not lower blood glucose further.",
+            None,
+        ),
+        (
+            "Exercise improves depressive symptoms.",
+            "Depressive symptoms did not change in the control group, while exercise improved them.",
+            None,
+        ),
+        (
+            "Exercise improves depressive symptoms.",
+            "Exercise improved depressive symptoms; the effect did not differ by age group.",
+            None,
+        ),
+        # Two forms of the claim's subject compared, not the subject against nothing.
+        (
+            "Exercise reduces depressive symptoms.",
+            "Depressive symptoms did not differ between aerobic and resistance exercise.",
+            None,
+        ),
+        # Another outcome of the same kind ("rectal cancer" is not "colon cancer").
+        (
+            "Fibre intake reduces the risk of colon cancer.",
+            "Fibre intake was not associated with the risk of rectal cancer.",
+            None,
+        ),
+        # The direction stated elsewhere in the sentence: a mixed result, not a null one.
+        (
+            "The drug reduces deaths in heart failure.",
+            "All-cause deaths did not differ between groups, although cardiac deaths were reduced with the drug.",
+            None,
+        ),
     ],
 )
 def test_a_study_that_found_no_effect_says_otherwise_than_a_claimed_effect(
     claim: str, sentence: str, word: str | None
 ) -> None:
     assert checks.says_otherwise(claim, sentence) == word
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "word"),
+    [
+        # A direction word qualifies the outcome; a measure ("risk", "incidence") is not the outcome.
+        (
+            "Breastfeeding is associated with higher IQ in children.",
+            "Breastfeeding was not associated with IQ in children after adjustment for maternal intelligence.",
+            "associated",
+        ),
+        (
+            "Vitamin D supplementation reduces the risk of fractures in older adults.",
+            "Vitamin D supplementation did not significantly change fracture incidence compared with placebo.",
+            "reduces",
+        ),
+        # Levels of one exposure compared are the claim's comparison, not two forms of its subject.
+        (
+            "Physical activity reduces depression.",
+            "Depression did not differ between high and low physical activity groups.",
+            "reduces",
+        ),
+        # Before the intervention, in a subgroup, of an add-on, by subgroup, in the control arm.
+        (
+            "Breastfeeding reduces ear infections in infants.",
+            "Ear infections were similar between groups before the breastfeeding promotion began.",
+            None,
+        ),
+        (
+            "Intensive glucose control reduces cardiovascular events.",
+            "In the subgroup of patients with prior cardiovascular disease, there was no significant difference "
+            "in cardiovascular events between groups.",
+            None,
+        ),
+        (
+            "Ibuprofen reduces fever in children.",
+            "Ibuprofen plus paracetamol was no better than ibuprofen alone for fever in children.",
+            None,
+        ),
+        (
+            "Exercise improves depressive symptoms.",
+            "In the exercise trial, depressive symptoms did not differ by age group.",
+            None,
+        ),
+        (
+            "Exercise improves mood.",
+            "Mood scores rose in the exercise group, whereas mood did not change in the control group.",
+            None,
+        ),
+        # The claim's word or its direction stated beside the null result.
+        (
+            "Coffee is associated with lower risk of diabetes.",
+            "Coffee was associated with lower risk of diabetes, but tea was not associated with the risk of diabetes.",
+            None,
+        ),
+        (
+            "Knee braces reduce pain in osteoarthritis.",
+            "Braces lowered osteoarthritis pain, and there was no significant difference in pain between brace types.",
+            None,
+        ),
+    ],
+)
+def test_a_null_result_must_be_the_claimed_effects(claim: str, sentence: str, word: str | None) -> None:
+    assert checks.null_result(claim, sentence) == word
 
 
 @pytest.fixture(scope="module")

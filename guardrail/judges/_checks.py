@@ -767,6 +767,10 @@ def _root(word: str) -> str:
     return _stem(w).rstrip("e") or w
 
 
+_SUBGROUP = re.compile(r"\bsub-?(?:groups?|sets?)\b", re.IGNORECASE)
+"""A result in part of a study ("in the subgroup of women"): it denies nothing of the whole."""
+
+
 @functools.lru_cache(maxsize=_TEXT_CACHE)
 def denial(claim: str, sentence: str, min_overlap: float = 0.5) -> str | None:
     """A word of a claim that states no negation that ``sentence`` denies while saying the rest of the
@@ -778,7 +782,7 @@ def denial(claim: str, sentence: str, min_overlap: float = 0.5) -> str | None:
     blood pressure" does not deny "exercise lowers blood pressure", nor "was not born in Kenya" "was
     born in Hawaii"), and the sentence must not also state it ("did not
     reduce mortality but reduced admissions" says the claim "reduces admissions"). None otherwise."""
-    if negation_count(claim):
+    if negation_count(claim) or _SUBGROUP.search(sentence):
         return None
     claim_tokens = _sentence_tokens(claim)
     tokens = _sentence_tokens(sentence)
@@ -860,7 +864,45 @@ _NULL_RESULT = re.compile(
 """How a study says that it found no effect: "did not differ", "was not superior", "no significant
 difference in", "was no greater than" (not a bound: "no more than 200"), "failed to improve",
 "similar between groups"."""
-_BASELINE = re.compile(r"\b(?:baseline|at\s+entry|at\s+enrol+ment|before\s+(?:treatment|randomi[sz]ation))\b", re.I)
+_BASELINE = re.compile(
+    r"\b(?:baseline|at\s+entry|at\s+enrol+ment|at\s+randomi[sz]ation|before\s+(?:treatment|randomi[sz]ation)"
+    r"|before\s+(?:the\s+)?(?:[\w-]+\s+){0,3}(?:began|begun|started|opened|campaign|programme|program|intervention))\b",
+    re.I,
+)
+"""A comparison before the study's intervention ("did not differ at baseline", "similar in both groups
+before the vaccination campaign"): no result."""
+_EQUAL_CLAIM = re.compile(
+    r"\bas\s+(?:\w+\s+)?(?:effective|efficacious|good|well|safe|beneficial)\s+as\b|\b(?:equally|similar(?:ly)?|"
+    r"comparable|equivalent|non-?inferior|little|rarely|marginal(?:ly)?|minimal(?:ly)?|negligible|slight(?:ly)?)\b",
+    re.I,
+)
+"""A claim that something works no better than another or hardly at all ("as effective as", "equally
+effective", "little benefit"): a study's null result says what it says."""
+_NOT_THE_EFFECT = re.compile(
+    r"\b(?:plus|adding|added\s+to|in\s+addition\s+to|additional|further|alone"
+    r"|between\s+(?:the\s+)?(?:men\s+and\s+women|women\s+and\s+men|males\s+and\s+females|sexes))\b",
+    re.I,
+)
+"""A null result that is not the intervention's effect: in a subgroup, of an add-on ("plus", "alone"),
+or the same in men and women."""
+_IN_CONTROL_ARM = re.compile(
+    r"\b(?:in|with|for|among)\s+(?:the\s+)?(?:control|placebo|usual[\s-]+care|sham|comparison)\s+(?:group|arm)s?\b",
+    re.I,
+)
+_BY_SUBGROUP = re.compile(r"\s+(?:significantly\s+)?(?:by|across|according\s+to)\b", re.I)
+_BETWEEN = re.compile(r"\bbetween\s+(?:the\s+)?([\w-]+(?:\s+[\w-]+){0,3}?)\s+and\s+([^,;:()]+)", re.I)
+_BETWEEN_END = re.compile(r"\s(?:in|at|for|among|with|on|after|during|over|who|which)\s.*", re.I | re.S)
+_LEVELS = frozenset(
+    {"high", "higher", "low", "lower", "more", "less", "heavy", "light", "frequent", "infrequent", "regular",
+     "occasional", "any", "no", "with"}
+)  # fmt: skip
+_MEASURES = frozenset(_root(w) for w in ("risk", "rate", "score", "level", "event", "incidence", "outcome", "symptom"))
+"""Words that name a measure, not what is measured ("the risk of fracture", "pain scores")."""
+_OUTCOME_END = frozenset(
+    {"in", "among", "amongst", "for", "than", "compared", "versus", "vs", "at", "within", "after", "during",
+     "when", "while", "over", "by", "across", "if", "but"}
+)  # fmt: skip
+_GOOD_WORDS = frozenset(_root(w) for w in ("improve", "better", "superior", "benefit", "beneficial"))
 _IN_STUDY = re.compile(
     r"\b(?:between|across|among)\s+(?:the\s+)?(?:two\s+|three\s+|both\s+|all\s+|treatment\s+|study\s+)?"
     r"(?:groups|arms)\b|\b(?:with|than|to|versus|vs\.?)\s+(?:the\s+)?(?:placebo|sham|control|usual\s+care)\b",
@@ -878,9 +920,19 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     null result must name the outcome (a content word that follows the claim's word), the sentence
     must name the claim's subject (the words before it) or compare the study's groups ("between
     groups", "with placebo"), say at least ``min_overlap`` of the rest of the claim, and not state
-    the claim's word itself; a comparison at baseline ("did not differ at baseline") is no result.
-    None otherwise."""
-    if negation_count(claim) or _BASELINE.search(sentence) or _about_another(claim, sentence):
+    the claim's word itself or its direction elsewhere ("although cardiac deaths were reduced"). No
+    result: a comparison at baseline, in a subgroup or the control arm, of an add-on, of two forms of
+    the subject ("between aerobic and resistance exercise"), on another outcome of the same kind
+    ("rectal cancer" for "colon cancer"), or against a claim of equal or little effect ("as effective
+    as"). None otherwise."""
+    if (
+        negation_count(claim)
+        or _EQUAL_CLAIM.search(claim)
+        or _BASELINE.search(sentence)
+        or _SUBGROUP.search(sentence)
+        or _NOT_THE_EFFECT.search(sentence)
+        or _about_another(claim, sentence)
+    ):
         return None
     tokens = _sentence_tokens(claim)
     words = [t for t in tokens if t.isalpha() and t not in STOPWORDS]
@@ -893,7 +945,10 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
         return None
     at = tokens.index(effect)
     subject = {_root(t) for t in tokens[:at] if t.isalpha() and t not in STOPWORDS}
-    outcome = {_root(t) for t in tokens[at + 1 :] if t.isalpha() and t not in STOPWORDS} - subject
+    found = _outcome_words(tokens[at + 1 :])
+    outcome = set(found) - subject
+    outcome = (outcome - _MEASURES) or outcome
+    head = found[-1] if found and found[-1] in outcome else None
     said = {_root(t) for t in _sentence_tokens(sentence)}
     named = bool(subject) and 2 * len(subject & said) >= len(subject)
     if not (named or _IN_STUDY.search(sentence)):
@@ -901,11 +956,51 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != effect)
     if overlap(rest, sentence) < min_overlap:
         return None
-    for m in nulls:
-        clause = _clause_around(sentence, m.start(), m.end())
-        if outcome & {_root(t) for t in _sentence_tokens(clause)}:
+    clauses = [(m, _clause_around(sentence, m.start(), m.end())) for m in nulls]
+    rest_of_sentence = sentence
+    for _, clause in clauses:
+        rest_of_sentence = rest_of_sentence.replace(clause, " ")
+    sign = _DIRECTION.get(effect)
+    good = _root(effect) in _GOOD_WORDS
+    for t in _sentence_tokens(rest_of_sentence):  # "..., although cardiac deaths were reduced"
+        if (sign is not None and _DIRECTION.get(t) == sign) or (good and _root(t) in _GOOD_WORDS):
+            return None
+    for m, clause in clauses:
+        if _BY_SUBGROUP.match(sentence, m.end()) or _IN_CONTROL_ARM.search(clause):
+            continue  # "did not differ by age group", "did not change in the control group"
+        if any(_other_arms(subject, b) for b in _BETWEEN.finditer(clause)):
+            continue  # "between aerobic and resistance exercise": two forms of the claim's subject
+        said_here = {_root(t) for t in _sentence_tokens(clause)}
+        # Most of the outcome's words, or the last of three or more ("pain" of "chronic back pain"):
+        # "rectal cancer" is not "colon cancer".
+        if 2 * len(outcome & said_here) > len(outcome) or (len(outcome) >= 3 and head in said_here):
             return effect
     return None
+
+
+def _outcome_words(after: Sequence[str]) -> list[str]:
+    """What the claim's word acts on: the :func:`_root` of the content words after it, up to a phrase
+    of place, time or comparison ("working memory" of "... working memory in adolescents"). A direction
+    word qualifies what follows it ("lower risk of cancer") unless it is the outcome ("reduces falls")."""
+    found: list[str] = []
+    for t in after:
+        if found and (t in _OUTCOME_END or not (t[0].isalnum() or t in "-/'")):
+            break
+        if t.isalpha() and t not in STOPWORDS and t not in _EFFECT_WORDS:
+            found.append(t)
+    return [_root(t) for t in found if t not in _DIRECTION] or [_root(t) for t in found]
+
+
+def _other_arms(subject: set[str], between: re.Match[str]) -> bool:
+    """Whether "between A and B" compares two forms of the claim's subject ("between high-dose and
+    standard-dose statins"): B names it and A does not, where A is no level of an exposure ("between
+    high and low physical activity") and B is no absence of it ("non-users of aspirin")."""
+    first, second = between.group(1), _BETWEEN_END.sub("", between.group(2))
+    a = [t for t in _sentence_tokens(first) if t.isalpha()]
+    b = [t for t in _sentence_tokens(second) if t.isalpha()]
+    if not a or not b or a[-1] in _LEVELS or b[0] in {"non", "no", "without", "never"}:
+        return False
+    return bool(subject & {_root(t) for t in b}) and not subject & {_root(t) for t in a}
 
 
 _CLAUSE_EDGE = re.compile(r"[;:,()]|\b(?:but|while|whereas|although|though|however)\b", re.IGNORECASE)
@@ -925,6 +1020,7 @@ def says_otherwise(claim: str, sentence: str) -> str | None:
     return denial(claim, sentence) or null_result(claim, sentence)
 
 
+@functools.lru_cache(maxsize=_TEXT_CACHE)
 def denies(claim: str, text: str) -> bool:
     """Whether a sentence of ``text`` says otherwise than the claim (:func:`says_otherwise`): a window
     or joined reading that holds "Vitamin D did not reduce the risk of fractures" backs no claim that
