@@ -687,8 +687,8 @@ EVEREST = (
 SALES = "The company was founded in Leeds in 1901. Its sales decreased in 2010, after it lost its largest customer."
 
 
-def _check(verifier: Verifier, claim: str, *texts: str):  # type: ignore[no-untyped-def]
-    facts = [Fact(t, source=f"fact:{i}") for i, t in enumerate(texts)]
+def _check(verifier: Verifier, claim: str, *texts: str, title: str | None = None):  # type: ignore[no-untyped-def]
+    facts = [Fact(t, source=f"fact:{i}", title=title) for i, t in enumerate(texts)]
     return verifier.verify_many([ClaimTask(claim, facts)])[0]
 
 
@@ -844,3 +844,30 @@ def test_a_null_result_in_a_structured_abstract_is_no_support(verifier: Verifier
         "than with sham acupuncture. Conclusions: Acupuncture was not superior to sham."
     )
     assert _check(verifier, ACUPUNCTURE, abstract).overall != Label.supported
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("claim", "page", "title", "label"),
+    [
+        # The null result names no subject; "between groups" on a page titled by it refers to it, as "It" does.
+        (
+            "Mindfulness training improves working memory in adolescents.",
+            "We tested this in a randomised trial of 12 schools. Working memory scores did not differ between groups.",
+            "Mindfulness in schools",
+            Label.contradicted,
+        ),
+        # A sentence there that states no conflict is about nothing of the claim's.
+        (
+            "Drug X lowers blood pressure in adults with hypertension.",
+            "We randomised 600 adults with hypertension to drug X or placebo. Adverse events did not differ between "
+            "groups. Heart rate was similar between groups.",
+            "Drug X in hypertension",
+            Label.not_found,
+        ),
+    ],
+)
+def test_a_conflict_between_the_studys_groups_speaks_of_the_pages_subject(
+    verifier: Verifier, claim: str, page: str, title: str, label: Label
+) -> None:
+    assert _check(verifier, claim, page, title=title).overall == label

@@ -911,6 +911,12 @@ _IN_STUDY = re.compile(
 """A comparison within the study that the page reports: its subject is the study's intervention."""
 
 
+def speaks_of_the_study(sentence: str) -> bool:
+    """Whether ``sentence`` compares a study's own groups ("between groups", "with placebo"), so speaks
+    of what the study tested without naming it."""
+    return _IN_STUDY.search(sentence) is not None
+
+
 @functools.lru_cache(maxsize=_TEXT_CACHE)
 def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | None:
     """A word by which a claim that states no negation says that something has an effect or does

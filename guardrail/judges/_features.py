@@ -153,10 +153,14 @@ def unit_features(scored: Scored, index: int, readings: list[Candidate], parts: 
     # A lone sentence with no topic (a fact, a chunk) that says "It ..." is given the benefit of
     # the doubt: its subject is most likely what it was cited for.
     unknown = not topic and unit.previous is None
-    by_reference = opens_with_reference(unit.text) and (lead is None or in_topic or in_previous or unknown)
+    number, year, name, negation, antonym, role, rank = conflicts_of(claim, unit.text)
+    # A study's null result on the claim's outcome ("Scores did not differ between groups") speaks of
+    # what the study tested, as "It" does. Only for a conflict: "Heart rate was similar between
+    # groups" backs no claim of the study's subject.
+    refers = opens_with_reference(unit.text) or (antonym and checks.speaks_of_the_study(unit.text))
+    by_reference = refers and (lead is None or in_topic or in_previous or unknown)
     elsewhere = lead is not None and not (named or by_reference or in_topic)
     about = named or by_reference or (lead is None and bool(checks.overlap(claim, unit.text)))
-    number, year, name, negation, antonym, role, rank = conflicts_of(claim, unit.text)
     # The sentence, or a sentence of the window it is read in, entails the claim with its own name
     # in the place of the claim's: it says the same thing of another name ("directed by James
     # Cameron" for "directed by Steven Spielberg"), so that reading cannot back the claim.
