@@ -618,6 +618,34 @@ def test_a_study_that_found_no_effect_says_otherwise_than_a_claimed_effect(
             "Vitamin D supplementation did not significantly change fracture incidence compared with placebo.",
             "reduces",
         ),
+        # A study's abbreviation of the subject names it; another abbreviation does not.
+        (
+            "Cognitive behavioural therapy improves insomnia symptoms.",
+            "There was no significant difference in insomnia symptoms between the CBT and control groups.",
+            "improves",
+        ),
+        (
+            "Cognitive behavioural therapy improves insomnia symptoms.",
+            "There was no significant difference in insomnia symptoms between the IPT and control groups.",
+            None,
+        ),
+        # "not effective in shortening" is one null phrase; a noun of change is the subject's, the verb
+        # after it the effect.
+        (
+            "Zinc lozenges shorten the duration of the common cold.",
+            "Zinc lozenges were not effective in shortening the duration of the common cold.",
+            "shorten",
+        ),
+        (
+            "Sodium reduction lowers blood pressure in normotensive adults.",
+            "Sodium reduction failed to lower blood pressure in normotensive adults.",
+            "lowers",
+        ),
+        (
+            "Sodium reduction lowers blood pressure.",
+            "In this trial of sodium reduction, blood pressure did not differ between groups.",
+            "lowers",
+        ),
         # Levels of one exposure compared are the claim's comparison, not two forms of its subject.
         (
             "Physical activity reduces depression.",

@@ -833,7 +833,18 @@ def _about_another(claim: str, sentence: str) -> bool:
         return True
     missing = [e for e in entities(claim) if not names_the_same(e, sentence)]
     unlabelled = _SECTION_LABEL.sub("", sentence, count=1)  # "Results: ..." names no "Results"
-    return bool(missing) and any(not names_the_same(e, claim) for e in entities(unlabelled))
+    return bool(missing) and any(
+        not names_the_same(e, claim) and not _abbreviates(e, claim) for e in entities(unlabelled)
+    )
+
+
+def _abbreviates(name: str, text: str) -> bool:
+    """Whether ``name`` is the initials of consecutive content words of ``text``, as a study
+    abbreviates a treatment ("CBT" for "cognitive behavioural therapy")."""
+    if not (2 <= len(name) <= 6 and name.isalpha() and name.isupper()):
+        return False
+    initials = "".join(w[0] for w in _WORD.findall(text) if w.lower() not in STOPWORDS)
+    return name.lower() in initials.lower()
 
 
 _SECTION_LABEL = re.compile(r"^\s*(?:[A-Z][A-Za-z]*\s){0,2}[A-Z][A-Za-z]*:\s")
@@ -852,7 +863,8 @@ _EFFECT_WORDS = frozenset(_EFFECT_TEXT.split())
 words: "reduces", "higher"): what a study's null result says otherwise."""
 _NULL_RESULT = re.compile(
     r"\b(?:(?:did|does|do)\s+not\s+(?:\w+ly\s+)?(?:differ|change|improve|affect|alter|vary)"
-    r"|(?:was|were|is|are)\s+not\s+(?:\w+ly\s+)?(?:different|superior|better|associated|related|linked|effective)"
+    r"|(?:was|were|is|are)\s+not\s+(?:\w+ly\s+)?(?:different|superior|better|associated|related|linked"
+    r"|effective(?:\s+(?:in|at|for)\s+\w+ing)?)"
     r"|no\s+(?:\w+ly\s+)?(?:significant\s+|clinically\s+meaningful\s+|meaningful\s+|detectable\s+|measurable\s+)?"
     r"(?:differences?|effects?|changes?|improvements?|benefits?|associations?)\s+(?:in|on|of|for|between|with)\b"
     r"|(?:was|were|is|are)\s+no\s+(?:greater|better|higher|lower|more\s+effective)\s+than\b(?!\s*[$€£\d])"
@@ -903,6 +915,7 @@ _OUTCOME_END = frozenset(
      "when", "while", "over", "by", "across", "if", "but"}
 )  # fmt: skip
 _GOOD_WORDS = frozenset(_root(w) for w in ("improve", "better", "superior", "benefit", "beneficial"))
+_CHANGE_NOUN = ("tion", "ment")
 _IN_STUDY = re.compile(
     r"\b(?:between|across|among)\s+(?:the\s+)?(?:two\s+|three\s+|both\s+|all\s+|treatment\s+|study\s+)?"
     r"(?:groups|arms)\b|\b(?:with|than|to|versus|vs\.?)\s+(?:the\s+)?(?:placebo|sham|control|usual\s+care)\b",
@@ -942,7 +955,9 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
         return None
     tokens = _sentence_tokens(claim)
     words = [t for t in tokens if t.isalpha() and t not in STOPWORDS]
-    effect = next((t for t in words if t in _EFFECT_WORDS or t in _DIRECTION), None)
+    effects = [t for t in words if t in _EFFECT_WORDS or t in _DIRECTION]
+    # "Sodium reduction lowers ...": a noun of change names the subject; the verb after it is the effect.
+    effect = next((t for t in effects if not t.endswith(_CHANGE_NOUN)), effects[0] if effects else None)
     nulls = list(_NULL_RESULT.finditer(sentence))
     if effect is None or not nulls:
         return None
@@ -956,7 +971,10 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     outcome = (outcome - _MEASURES) or outcome
     head = found[-1] if found and found[-1] in outcome else None
     said = {_root(t) for t in _sentence_tokens(sentence)}
-    named = bool(subject) and 2 * len(subject & said) >= len(subject)
+    named = bool(subject) and (
+        2 * len(subject & said) >= len(subject)
+        or any(_abbreviates(e, " ".join(tokens[:at])) for e in entities(sentence))
+    )
     if not (named or _IN_STUDY.search(sentence)):
         return None
     rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != effect)
@@ -969,6 +987,8 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     sign = _DIRECTION.get(effect)
     good = _root(effect) in _GOOD_WORDS
     for t in _sentence_tokens(rest_of_sentence):  # "..., although cardiac deaths were reduced"
+        if _root(t) in subject:
+            continue  # "Sodium reduction failed to lower ...": the subject's own word, not a result
         if (sign is not None and _DIRECTION.get(t) == sign) or (good and _root(t) in _GOOD_WORDS):
             return None
     for m, clause in clauses:
