@@ -8,6 +8,7 @@ import pytest
 
 from guardrail import ClaimTask, Fact, Label, Settings, Verifier
 from guardrail.judges import _checks as checks
+from guardrail.judges._features import conflicts_of
 from guardrail.judges._lexicon import are_antonyms, is_english
 from guardrail.judges._parts import claim_parts
 from guardrail.judges.local import LocalJudge
@@ -646,6 +647,24 @@ def test_a_study_that_found_no_effect_says_otherwise_than_a_claimed_effect(
             "In this trial of sodium reduction, blood pressure did not differ between groups.",
             "lowers",
         ),
+        # More ways to say it: no advantage over the control, "no more effective ... in reducing" (the
+        # gerund is the null phrase's), "with and without" the subject.
+        (
+            "Drug X improves pain relief compared with placebo.",
+            "Drug X offered no significant advantage over placebo for pain relief.",
+            "improves",
+        ),
+        (
+            "Acupuncture reduced the frequency of migraine attacks more than sham acupuncture did.",
+            "Conclusions: Traditional acupuncture was no more effective than sham acupuncture in reducing migraine "
+            "frequency.",
+            "reduced",
+        ),
+        (
+            "Installing nest boxes increased the breeding density of tree sparrows on farms.",
+            "Breeding density of tree sparrows did not differ between farms with and without boxes.",
+            "increased",
+        ),
         # Levels of one exposure compared are the claim's comparison, not two forms of its subject.
         (
             "Physical activity reduces depression.",
@@ -899,3 +918,27 @@ def test_a_conflict_between_the_studys_groups_speaks_of_the_pages_subject(
     verifier: Verifier, claim: str, page: str, title: str, label: Label
 ) -> None:
     assert _check(verifier, claim, page, title=title).overall == label
+
+
+def test_a_sentence_opening_with_it_states_another_year_of_the_name_it_stands_for() -> None:
+    claim = "Charles Darwin published On the Origin of Species in 1871."
+    sentence = "It was published on 24 November 1859 by John Murray in London."
+    assert conflicts_of(claim, sentence)[1] is False  # alone, it says too little of the claim
+    assert conflicts_of(claim, sentence, "Charles Darwin")[1] is True
+    # Not for a name: the subject's other team is most likely another time.
+    claim = "Todd Watson is the head coach of the Odessa Jackalopes in the North American Hockey League."
+    sentence = "He previously coached in the Ontario Hockey League with the Saginaw Spirit."
+    assert conflicts_of(claim, sentence, "Todd Watson")[2] is False
+
+
+@pytest.mark.slow
+def test_another_year_after_the_sentence_naming_the_subject_is_no_support(verifier: Verifier) -> None:
+    page = (
+        "On the Origin of Species is a work of scientific literature by Charles Darwin that is considered the "
+        "foundation of evolutionary biology. It was published on 24 November 1859 by John Murray in London. "
+        "Darwin's book introduced the theory that populations evolve over the course of generations through a "
+        "process of natural selection. It presented a body of evidence that the diversity of life arose by "
+        "common descent through a branching pattern of evolution."
+    )
+    claim = "Charles Darwin published On the Origin of Species in 1871."
+    assert _check(verifier, claim, page, title="On the Origin of Species").overall != Label.supported

@@ -865,8 +865,10 @@ _NULL_RESULT = re.compile(
     r"\b(?:(?:did|does|do)\s+not\s+(?:\w+ly\s+)?(?:differ|change|improve|affect|alter|vary)"
     r"|(?:was|were|is|are)\s+not\s+(?:\w+ly\s+)?(?:different|superior|better|associated|related|linked"
     r"|effective(?:\s+(?:in|at|for)\s+\w+ing)?)"
-    r"|no\s+(?:\w+ly\s+)?(?:significant\s+|clinically\s+meaningful\s+|meaningful\s+|detectable\s+|measurable\s+)?"
-    r"(?:differences?|effects?|changes?|improvements?|benefits?|associations?)\s+(?:in|on|of|for|between|with)\b"
+    r"|no\s+(?:\w+ly\s+(?:or\s+\w+ly\s+)?)?"
+    r"(?:significant\s+|clinically\s+meaningful\s+|meaningful\s+|detectable\s+|measurable\s+)?"
+    r"(?:differences?|effects?|changes?|improvements?|benefits?|associations?|advantages?)\s+"
+    r"(?:in|on|of|for|between|with|over)\b"
     r"|(?:was|were|is|are)\s+no\s+(?:greater|better|higher|lower|more\s+effective)\s+than\b(?!\s*[$€£\d])"
     r"|failed\s+to\s+(?:\w+ly\s+)?(?:improve|reduce|lower|increase|raise|prevent|relieve|shorten|affect|change)"
     r"|(?:similar|comparable)\s+(?:in|between|across|among)\s+(?:the\s+)?(?:two\s+|three\s+|both\s+|all\s+)?"
@@ -916,9 +918,11 @@ _OUTCOME_END = frozenset(
 )  # fmt: skip
 _GOOD_WORDS = frozenset(_root(w) for w in ("improve", "better", "superior", "benefit", "beneficial"))
 _CHANGE_NOUN = ("tion", "ment")
+_PURPOSE = re.compile(r"\b(?:in|at|for)\s+\w+ing\b", re.IGNORECASE)
 _IN_STUDY = re.compile(
     r"\b(?:between|across|among)\s+(?:the\s+)?(?:two\s+|three\s+|both\s+|all\s+|treatment\s+|study\s+)?"
-    r"(?:groups|arms)\b|\b(?:with|than|to|versus|vs\.?)\s+(?:the\s+)?(?:placebo|sham|control|usual\s+care)\b",
+    r"(?:groups|arms)\b|\b(?:with|than|to|versus|vs\.?|over)\s+(?:the\s+)?(?:placebo|sham|control|usual\s+care)\b"
+    r"|\bwith\s+and\s+without\b",
     re.IGNORECASE,
 )
 """A comparison within the study that the page reports: its subject is the study's intervention."""
@@ -961,7 +965,8 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     nulls = list(_NULL_RESULT.finditer(sentence))
     if effect is None or not nulls:
         return None
-    outside = _NULL_RESULT.sub(" ", sentence)  # "failed to lower" does not state "lowers"
+    # "failed to lower" does not state "lowers", nor "no more effective than sham in reducing" "reduces"
+    outside = _PURPOSE.sub(" ", _NULL_RESULT.sub(" ", sentence))
     if any(_root(t) == _root(effect) for t in _sentence_tokens(outside)):
         return None
     at = tokens.index(effect)

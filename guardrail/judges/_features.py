@@ -97,19 +97,27 @@ def _lead(claim: str) -> str | None:
     return None
 
 
-def conflicts_of(claim: str, text: str) -> tuple[bool, bool, bool, bool, bool, bool, bool]:
+def conflicts_of(claim: str, text: str, referent: str = "") -> tuple[bool, bool, bool, bool, bool, bool, bool]:
     """(number, year, name, negation, antonym, role, rank): what the sentence states otherwise.
+
+    ``referent`` is the name that a sentence opening with "It" or "The film" stands for (the claim's
+    subject, where the page's topic or the sentence before names it): it counts as the sentence's
+    when asking whether the sentence says the rest of the claim with another number or year, or
+    negated ("It was published in 1859" after "On the Origin of Species is a work by Charles
+    Darwin").
 
     A claim that denies something ("is not an American series", "was not the first woman") is at
     odds only with its own negation: another value, year, name or rank ("is a French series",
     "became the second woman") is what the denial says, or something else."""
+    said = f"{referent} {text}" if referent else text
     quantity = checks.conflicting_quantity(claim, text)
-    number = quantity is not None and checks.overlap_without(claim, quantity[0].raw, text) >= 0.5
+    number = quantity is not None and checks.overlap_without(claim, quantity[0].raw, said) >= 0.5
     year_hit = checks.conflicting_year(claim, text)
-    year = year_hit is not None and checks.overlap_without(claim, year_hit[0].raw, text) >= 0.5
+    year = year_hit is not None and checks.overlap_without(claim, year_hit[0].raw, said) >= 0.5
     name_hit = checks.substituted_entity(claim, text)
+    # Not for a name: "He previously coached in the Ontario Hockey League" is about another time.
     name = name_hit is not None and checks.overlap_without(claim, name_hit[0], text) >= 0.5
-    close = checks.overlap(claim, text) >= 0.5
+    close = checks.overlap(claim, said) >= 0.5
     negation = close and checks.negation_flip(claim, text)
     # A sentence that denies the claim's own word ("did not reduce the risk" for "reduces the
     # risk") or reports no effect where it claims one ("did not differ between groups") states its
@@ -153,11 +161,14 @@ def unit_features(scored: Scored, index: int, readings: list[Candidate], parts: 
     # A lone sentence with no topic (a fact, a chunk) that says "It ..." is given the benefit of
     # the doubt: its subject is most likely what it was cited for.
     unknown = not topic and unit.previous is None
-    number, year, name, negation, antonym, role, rank = conflicts_of(claim, unit.text)
+    opens = opens_with_reference(unit.text)
+    # "It was published in 1859" after a sentence naming the claim's subject: "It" stands for that name.
+    referent = lead if opens and lead is not None and (in_topic or in_previous) else ""
+    number, year, name, negation, antonym, role, rank = conflicts_of(claim, unit.text, referent)
     # A study's null result on the claim's outcome ("Scores did not differ between groups") speaks of
     # what the study tested, as "It" does. Only for a conflict: "Heart rate was similar between
     # groups" backs no claim of the study's subject.
-    refers = opens_with_reference(unit.text) or (antonym and checks.speaks_of_the_study(unit.text))
+    refers = opens or (antonym and checks.speaks_of_the_study(unit.text))
     by_reference = refers and (lead is None or in_topic or in_previous or unknown)
     elsewhere = lead is not None and not (named or by_reference or in_topic)
     about = named or by_reference or (lead is None and bool(checks.overlap(claim, unit.text)))
