@@ -228,18 +228,32 @@ def tally(gold: Sequence[str], labels: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry (see the module docstring)."""
-    p = argparse.ArgumentParser(prog="python bench/hand_cases.py", description=__doc__.split("\n")[0])
-    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hand_cases")
-    args = p.parse_args(argv)
+def judged(cases: Sequence[tuple[str, str, str]]) -> tuple[str, list[Any]]:
+    """The shipped local judge's name and its verdicts on (claim, page, title) cases."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
     from guardrail.core.schema import JudgeRequest
     from guardrail.judges.local import LocalJudge
 
     judge = LocalJudge()
-    requests = [JudgeRequest(claim=c, passages=[page], title=t) for _, c, page, t in CASES]
-    verdicts = asyncio.run(judge.judge(requests))
+    requests = [JudgeRequest(claim=c, passages=[page], title=t) for c, page, t in cases]
+    return judge.name, asyncio.run(judge.judge(requests))
+
+
+def written(out: Path, result: dict[str, Any], text: str) -> int:
+    """Print ``text`` and write it beside ``result`` (``out`` with .md and .json)."""
+    print(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    out.with_suffix(".md").write_text(text)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry (see the module docstring)."""
+    p = argparse.ArgumentParser(prog="python bench/hand_cases.py", description=__doc__.split("\n")[0])
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hand_cases")
+    args = p.parse_args(argv)
+    name, verdicts = judged([(c, page, t) for _, c, page, t in CASES])
     gold = [g for g, *_ in CASES]
     local = [v.label for v in verdicts]
     overlap = [overlap_label(c, page, t) for _, c, page, t in CASES]
@@ -248,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.append(f"| {g} | {v.label} ({v.confidence:.2f}) | {o} | {claim} |")
     result: dict[str, Any] = {
         "command": "python bench/hand_cases.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "judge": judge.name,
+        "judge": name,
         "local": tally(gold, local),
         "word_overlap": tally(gold, overlap),
         "cases": [
@@ -264,12 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"| {name} | {t['wrong_caught']} / {t['wrong_cited']} | {t['wrong_passed']} / {t['wrong']} | "
             f"{t['right_confirmed']} / {t['right']} | {t['exact']} / {t['cases']} |"
         )
-    text = "# Hand-written citations (a probe, not a data set)\n\n" + "\n".join(lines) + "\n"
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    args.out.with_suffix(".md").write_text(text)
-    return 0
+    return written(args.out, result, "# Hand-written citations (a probe, not a data set)\n\n" + "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -942,3 +942,27 @@ def test_another_year_after_the_sentence_naming_the_subject_is_no_support(verifi
     )
     claim = "Charles Darwin published On the Origin of Species in 1871."
     assert _check(verifier, claim, page, title="On the Origin of Species").overall != Label.supported
+
+
+@pytest.mark.slow
+def test_a_finding_that_belies_the_background_withholds_its_support(verifier: Verifier) -> None:
+    # The model reads the background beside the aim as support (0.59) and the finding as its
+    # contradiction (0.97); the classifier alone said supported.
+    page = (
+        "Postoperative delirium is common in older adults and is associated with poor outcomes. Earlier small "
+        "trials suggested that perioperative melatonin may reduce the incidence of delirium in elderly surgical "
+        "patients. To test this, we randomised 760 patients aged 70 years or older undergoing major elective "
+        "non-cardiac surgery to 3 mg melatonin or placebo, given the evening before surgery and for 5 "
+        "postoperative nights. Delirium, assessed twice daily with the Confusion Assessment Method, occurred in "
+        "18.2% of the melatonin group and 19.0% of the placebo group (OR 0.95, 95% CI 0.66-1.36). Melatonin did "
+        "not prevent postoperative delirium in this population."
+    )
+    claim = "Melatonin given around the time of surgery reduced postoperative delirium in elderly patients."
+    title = (
+        "Perioperative melatonin for the prevention of postoperative delirium in older surgical patients: a "
+        "randomised placebo-controlled trial"
+    )
+    report = _check(verifier, claim, page, title=title)
+    citation = report.citations[0]
+    assert (citation.label, citation.reason) == (Label.not_found, "conflicting_evidence")
+    assert citation.evidence_quote == "Melatonin did not prevent postoperative delirium in this population."

@@ -19,7 +19,7 @@ from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
 from guardrail.core.extract import split_sentences
 from guardrail.judges import _checks as checks
 from guardrail.judges._candidates import build_candidates, restatements
-from guardrail.judges._decision import DecisionModel, load_decision, support_conflicts
+from guardrail.judges._decision import DecisionModel, load_decision, support_conflicts, withheld_support
 from guardrail.judges._features import REQUEST_FEATURES, UNIT_FEATURES, units_of
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
 from guardrail.runtime import build_judge
@@ -275,6 +275,29 @@ def test_the_decisions_fitting_settles_requests_as_the_judge_does() -> None:
     read = runtime_probabilities(first, full, 0.8, 0.9, 0.7, rows, None, 0.15)
     assert read.tolist() == [first[0].tolist(), full[1].tolist()]
     assert runtime_probabilities(first, full, 0.8, 0.9, 0.7, rows, None, 0.0).tolist() == full.tolist()
+
+
+def _contradicting(context: float, alone: float, named: bool, support: float) -> np.ndarray:
+    x = np.zeros(len(REQUEST_FEATURES))
+    x[REQUEST_FEATURES.index("contra_con_context")] = context
+    x[REQUEST_FEATURES.index("contra_con_alone")] = alone
+    x[REQUEST_FEATURES.index("contra_subject_named")] = float(named)
+    x[REQUEST_FEATURES.index("support_ent_best")] = support
+    return x
+
+
+def test_a_page_that_surely_says_otherwise_of_the_subject_withholds_its_support() -> None:
+    assert bool(withheld_support(_contradicting(0.97, 0.95, True, 0.6))[0])
+    assert not withheld_support(_contradicting(0.97, 0.85, True, 0.1))[0]  # alone, not sure enough
+    assert not withheld_support(_contradicting(0.97, 0.95, False, 0.1))[0]  # about something else
+    assert not withheld_support(_contradicting(0.97, 0.95, True, 0.7))[0]  # the support reads nearly as surely
+    # The decision's fitting withholds the same support, giving its share to not_found.
+    from training.fit_decision import Row, runtime_probabilities
+
+    x = _contradicting(0.97, 0.95, True, 0.6)
+    rows = [Row("wice", 2, x, x)]
+    read = runtime_probabilities(np.asarray([[0.9, 0.05, 0.05]]), np.asarray([[0.9, 0.05, 0.05]]), 0.8, 0.9, 0.7, rows)
+    assert read[0].tolist() == pytest.approx([0.0, 0.05, 0.95])
 
 
 def test_with_one_round_an_answer_costs_its_first_rounds_whatever_the_probabilities() -> None:

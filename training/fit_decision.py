@@ -267,10 +267,25 @@ def runtime_probabilities(
     """Each row's probabilities as the judge gets them: the first round's, when they settle the
     request (:func:`settled_rows`), else both rounds'; a support ruled out
     (:func:`guardrail.judges._decision.support_conflicts`) has its share given to the other two
-    labels (:func:`guardrail.judges._decision.rule_out_support`)."""
+    labels (:func:`guardrail.judges._decision.rule_out_support`), a support withheld
+    (:func:`_support_withheld`) to ``not_found``."""
     full = _support_ruled_out(full, rows, "full")
     settled, first = settled_rows(first, settle, t_con, t_sup, rows, t_conflict, settle_none)
-    return np.where(settled[:, None], first, full)
+    return _support_withheld(np.where(settled[:, None], first, full), rows, settled)
+
+
+def _support_withheld(p: np.ndarray, rows: Sequence[Row], settled: np.ndarray) -> np.ndarray:
+    """``p`` with support's share given to ``not_found`` on the rows whose page also says otherwise
+    about the claim's subject (:func:`guardrail.judges._decision.withheld_support`, on the view each
+    row is decided on): ``decide`` gives those ``not_found`` where it would give ``supported``."""
+    from guardrail.judges._decision import withheld_support
+
+    x = np.where(settled[:, None], np.vstack([r.first for r in rows]), np.vstack([r.full for r in rows]))
+    q = np.array(p, dtype=np.float64, copy=True)
+    hit = withheld_support(x)
+    q[hit, 2] += q[hit, 0]
+    q[hit, 0] = 0.0
+    return q
 
 
 def settled_rows(

@@ -76,6 +76,7 @@ class Reason(str, Enum):
     archived_copy = "archived_copy"
     deadline = "deadline"
     no_relevant_passage = "no_relevant_passage"
+    conflicting_evidence = "conflicting_evidence"
 
     def __str__(self) -> str:
         return self.value
@@ -134,6 +135,9 @@ REASON_DESCRIPTIONS: dict[str, str] = {
     Reason.deadline.value: "The call's time limit (GUARDRAIL_DEADLINE) ran out before this citation was checked, "
     "so it could not be checked; it is never the page's fault.",
     Reason.no_relevant_passage.value: "The page was read, but no passage in it states what the claim says.",
+    Reason.conflicting_evidence.value: "The page seems to state the claim but also says otherwise in a sentence "
+    "about the same subject (the quote), such as a study whose background states the claim and whose results do "
+    "not bear it out.",
 }
 """The one plain sentence a person reads for each reason code (``describe_reason``): used by the
 CLI, the badges' tooltips, the batch HTML report and the service (``reason_text``), and the

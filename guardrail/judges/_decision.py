@@ -48,6 +48,31 @@ James Cameron" never backs "directed by Steven Spielberg"). Another name alone i
 the fit and tune parts it fires on 11 % of WiCE's supported claims (a page naming someone else beside
 the claim's name), so the classifier weighs it instead."""
 _SUPPORT_CONFLICTS = [REQUEST_FEATURES.index(f"support_{name}") for name in CONFLICTS]
+_CONTRA_READ = [REQUEST_FEATURES.index(f"contra_con_{view}") for view in ("context", "alone")]
+_CONTRA_ABOUT = [REQUEST_FEATURES.index(f"contra_subject_{how}") for how in ("named", "by_reference")]
+_SUPPORT_READ = REQUEST_FEATURES.index("support_ent_best")
+SURE_CONTRADICTION = 0.9
+"""How surely the model must read a sentence about the claim's subject as contradicting it, both with
+the page's topic and alone, for the page's support to be withheld (:func:`withheld_support`)."""
+SURER_BY = 0.3
+"""By how much that reading must be surer than the best reading as support."""
+
+
+def withheld_support(x: np.ndarray) -> np.ndarray:
+    """Whether a page that seems to back the claim also says otherwise about the claim's subject
+    (one flag per feature row): the sentence most read as contradicting names the subject (or refers
+    to it) and reads as contradicting at least :data:`SURE_CONTRADICTION` with its topic and alone,
+    :data:`SURER_BY` more surely than anything reads as support. Such a page is no support: a study's background
+    ("perioperative melatonin may reduce delirium") beside its result ("Melatonin did not prevent
+    postoperative delirium") reads as both, and the classifier, fitted where the model's strong
+    contradictions were often wrong, weighs the support higher. Whether the page contradicts the
+    claim stays the classifier's to say; this only withholds a ``supported``."""
+    rows = np.atleast_2d(np.asarray(x))
+    read = rows[:, _CONTRA_READ].min(axis=1)
+    about = rows[:, _CONTRA_ABOUT].max(axis=1) > 0.5
+    return np.asarray((read >= SURE_CONTRADICTION) & about & (rows[:, _SUPPORT_READ] < read - SURER_BY))
+
+
 _STATED_CONFLICT = REQUEST_FEATURES.index("contra_conflict_about_subject")
 
 
@@ -204,19 +229,20 @@ def load_decision(model_dir: Path, rounds: int = 2) -> DecisionModel:
 def probabilities(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Unit | None, Unit | None]:
     """The label probabilities of a scored request, with its most supporting and most contradicting
     sentence; a support that :func:`support_conflicts` rules out is returned as None."""
-    p, support, contra, _ = _read(scored, model)
+    p, support, contra, _, _ = _read(scored, model)
     return p, support, contra
 
 
-def _read(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Unit | None, Unit | None, float]:
-    """:func:`probabilities` and the request's contradiction threshold."""
+def _read(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Unit | None, Unit | None, float, bool]:
+    """:func:`probabilities`, the request's contradiction threshold and whether its support is
+    withheld (:func:`withheld_support`)."""
     units = units_of(scored)
     x, support, contra = request_features(scored, units)
     p = model.probabilities(x)
     if support is not None and bool(support_conflicts(x)[0]):
         support = None
         p = rule_out_support(p)
-    return p, support, contra, float(model.contradiction_bar(x)[0])
+    return p, support, contra, float(model.contradiction_bar(x)[0]), bool(withheld_support(x)[0])
 
 
 def rule_out_support(p: np.ndarray) -> np.ndarray:
@@ -235,7 +261,7 @@ def settled(scored: Scored, model: DecisionModel, config: LocalJudgeConfig, sett
     probable as ``config.settle`` (or the request's higher ``settle_at``), or neither is as probable
     as ``config.settle_none`` (nothing there bears on the claim). A request between the two is read
     further: the second round may find what backs it."""
-    p, support, _, contra_bar = _read(scored, model)
+    p, support, _, contra_bar, _ = _read(scored, model)
     if max(p[SUP], p[CONTRA]) < config.settle_none:
         return True
     bar = max(config.settle, settle_at or 0.0)
@@ -283,7 +309,7 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
     """The verdict for one scored request: its label, calibrated confidence, quote and parts."""
     if scored.reason is not None:
         return JudgeVerdict(label="not_found", confidence=1.0, reason=scored.reason)
-    p, support, contra, contra_bar = _read(scored, model)
+    p, support, contra, contra_bar, withheld = _read(scored, model)
     split = len(scored.parts) > 1
     p_support = float(p[SUP])  # 0 where support was ruled out
     if contra is not None and p[CONTRA] >= contra_bar and p[CONTRA] >= p_support:
@@ -291,6 +317,13 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
             label="contradicted",
             evidence_quote=scored.units[contra.index].text,
             confidence=model.confidence(CONTRA, float(p[CONTRA])),
+        )
+    if support is not None and p_support >= model.support_threshold and contra is not None and withheld:
+        return JudgeVerdict(
+            label="not_found",
+            reason=Reason.conflicting_evidence.value,
+            evidence_quote=scored.units[contra.index].text,
+            confidence=model.confidence(NF, 1.0 - p_support),
         )
     if support is not None and p_support >= model.support_threshold:
         parts = [part for part, _ in scored.parts] if split else None
@@ -328,4 +361,5 @@ __all__ = [
     "rule_out_support",
     "settled",
     "support_conflicts",
+    "withheld_support",
 ]
