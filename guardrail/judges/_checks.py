@@ -980,7 +980,7 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
         2 * len(subject & said) >= len(subject)
         or any(_abbreviates(e, " ".join(tokens[:at])) for e in entities(sentence))
     )
-    if not (named or _IN_STUDY.search(sentence)):
+    if not (named or speaks_of_the_study(sentence)):
         return None
     rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != effect)
     if overlap(rest, sentence) < min_overlap:

@@ -48,6 +48,7 @@ James Cameron" never backs "directed by Steven Spielberg"). Another name alone i
 the fit and tune parts it fires on 11 % of WiCE's supported claims (a page naming someone else beside
 the claim's name), so the classifier weighs it instead."""
 _SUPPORT_CONFLICTS = [REQUEST_FEATURES.index(f"support_{name}") for name in CONFLICTS]
+_STATED_CONFLICT = REQUEST_FEATURES.index("contra_conflict_about_subject")
 _CONTRA_READ = [REQUEST_FEATURES.index(f"contra_con_{view}") for view in ("context", "alone")]
 _CONTRA_ABOUT = [REQUEST_FEATURES.index(f"contra_subject_{how}") for how in ("named", "by_reference")]
 _SUPPORT_READ = REQUEST_FEATURES.index("support_ent_best")
@@ -71,9 +72,6 @@ def withheld_support(x: np.ndarray) -> np.ndarray:
     read = rows[:, _CONTRA_READ].min(axis=1)
     about = rows[:, _CONTRA_ABOUT].max(axis=1) > 0.5
     return np.asarray((read >= SURE_CONTRADICTION) & about & (rows[:, _SUPPORT_READ] < read - SURER_BY))
-
-
-_STATED_CONFLICT = REQUEST_FEATURES.index("contra_conflict_about_subject")
 
 
 def support_conflicts(x: np.ndarray) -> np.ndarray:
