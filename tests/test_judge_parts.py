@@ -53,7 +53,10 @@ def test_claims_split_into_atomic_parts(claim: str, parts: list[str]) -> None:
 
 
 def test_antonyms_from_the_list_and_by_negative_prefix() -> None:
-    for a, b in [("increased", "decreased"), ("before", "after"), ("most", "fewest"), ("majority", "minority")]:
+    pairs = [("increased", "decreased"), ("before", "after"), ("most", "fewest"), ("majority", "minority")]
+    # A finding's direction in time and effect: "advanced flowering" for "delayed", "harms" for "benefits".
+    pairs += [("advanced", "delayed"), ("widened", "narrowed"), ("benefits", "harms"), ("beneficial", "harmful")]
+    for a, b in pairs:
         assert are_antonyms(a, b) and are_antonyms(b, a)
     assert are_antonyms("legal", "illegal") and are_antonyms("likely", "unlikely")
     assert not are_antonyms("form", "inform")  # a prefix on a short stem is not a negation
@@ -966,3 +969,18 @@ def test_a_finding_that_belies_the_background_withholds_its_support(verifier: Ve
     citation = report.citations[0]
     assert (citation.label, citation.reason) == (Label.not_found, "conflicting_evidence")
     assert citation.evidence_quote == "Melatonin did not prevent postoperative delirium in this population."
+
+
+@pytest.mark.slow
+def test_a_finding_in_the_other_direction_is_no_support(verifier: Verifier) -> None:
+    page = (
+        "Shifts in flowering phenology are among the most visible biological responses to climate change. Using "
+        "42 years of weekly observations from permanent plots at a high-elevation field station, we related "
+        "first flowering dates of 60 alpine plant species to spring temperature and snowmelt timing. Warmer "
+        "springs and earlier snowmelt advanced first flowering by an average of 4.6 days per degree C. "
+        "Early-flowering species responded most strongly. Advancing phenology could expose plants to a greater "
+        "risk of frost damage and to mismatch with their pollinators."
+    )
+    claim = "Warmer spring temperatures delayed the flowering of alpine plants."
+    title = "Four decades of flowering phenology in alpine plant communities"
+    assert _check(verifier, claim, page, title=title).overall != Label.supported

@@ -35,7 +35,9 @@ permitted prohibited|accept reject|accepted rejected|approve reject|approved rej
 supported opposed|supports opposes|agree disagree|agreed disagreed|include exclude|included excluded
 increase reduce|increased reduced|increases reduces|increasing reducing|improve worsen|improves worsens
 improved worsened|improving worsening|boost reduce|boosts reduces
-raise lower|raised lowered|strengthen weaken|strengthened weakened
+raise lower|raised lowered|strengthen weaken|strengthened weakened|advance delay|advanced delayed
+advances delays|widen narrow|widened narrowed|expand shrink|expanded shrank|benefit harm|benefits harms
+benefited harmed|beneficial harmful
 strong weak|stronger weaker|strongest weakest|rich poor|richer poorer|cheap expensive|cheaper costlier
 safe dangerous|safer riskier|healthy unhealthy|alive dead|living dead|born died|male female|men women
 private public|domestic foreign|modern ancient|old new|older newer|old young|older younger|oldest youngest
