@@ -183,11 +183,61 @@ def test_training_refuses_a_share_or_count_of_pairs_it_cannot_take(capsys) -> No
         ("--minimal-pairs", "-3"),
         ("--denial-pairs", "-1"),
         ("--distil-replay", "-0.5"),
+        ("--device", "tpu"),
+        ("--device", "cuda:x"),
     ):
         with pytest.raises(SystemExit) as exit_info:
             train.main(["--snli", "unused", "--stages", "3", flag, value])
         assert exit_info.value.code == 2
         assert flag in capsys.readouterr().err
+
+
+def test_training_on_a_gpu_that_is_not_there_is_refused_before_anything_is_written(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+    import torch
+
+    from training import train
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--snli", "unused", "--stages", "3", "--device", "cuda", "--out", str(out)])
+    assert exit_info.value.code == 2
+    assert "no CUDA device" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_frozen_word_embeddings_stay_as_they_start_while_the_rest_learns(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import torch
+    from transformers import AutoTokenizer
+
+    from guardrail.judges.local import MODEL_DIR
+    from training import train
+
+    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+    model = _tiny_classifier(4)
+    words_before = model.get_input_embeddings().weight.detach().clone()
+    head_before = model.classifier.weight.detach().clone()
+    examples = [train.Example(f"Claim {i}.", f"Evidence {i}.", i % 3, "mix") for i in range(8)]
+    train.train_stage(
+        name="frozen",
+        model=model,
+        tokenizer=tokenizer,
+        examples=examples,
+        out=tmp_path,
+        epochs=2,
+        lr=1e-2,
+        batch_size=4,
+        max_len=16,
+        max_tokens=4096,
+        seed=1,
+        ckpt_every=10_000,
+        resume=False,
+        freeze_word_embeddings=True,
+    )
+    assert torch.equal(model.get_input_embeddings().weight, words_before)
+    assert not torch.equal(model.classifier.weight, head_before)
 
 
 def _tiny_classifier(seed: int, favour: int | None = None):  # type: ignore[no-untyped-def]

