@@ -903,3 +903,14 @@ def test_memoised_helpers_keep_few_pages_and_many_sentences() -> None:
         checks.content_words(text)
     assert checks.content_words.long.cache_info().currsize == checks._PAGE_CACHE  # pages: bounded apart
     assert checks.content_words.short.cache_info().currsize >= 300  # sentences kept despite the pages
+
+
+def test_a_model_folder_that_holds_no_model_is_refused_at_once(tmp_path: Path) -> None:
+    import pytest
+
+    from guardrail.judges.local import LocalJudge
+
+    for folder in (tmp_path / "missing", tmp_path):
+        with pytest.raises(ValueError, match=r"holds no config\.json") as error:
+            LocalJudge(folder)
+        assert str(folder) in str(error.value)

@@ -125,6 +125,10 @@ class LocalJudge:
         quantize: bool = False,
     ) -> None:
         self.path = Path(model_path) if model_path is not None else MODEL_DIR
+        if not (self.path / "config.json").is_file():
+            # Said here, not at the first judged claim: transformers would read a missing folder
+            # as a hub repository name and fail with a message about repo ids.
+            raise ValueError(f"LocalJudge model folder {str(self.path)!r} holds no config.json (no model there)")
         self.config = config or LocalJudgeConfig()
         self.quantize = quantize
         self.model = _model_name(self.path) + ("-int8" if quantize else "")
