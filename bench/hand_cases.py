@@ -10,9 +10,10 @@ with sham"), a swapped place, year or noun ("in mice" for "in humans", "gold" fo
 A probe, not a data set: it was written by the developer who changed the judge, so its figures
 say which mechanisms work, not how often on real pages (``bench/judge_accuracy.py`` says that).
 
-    python bench/hand_cases.py [--out bench/results/hand_cases]
+    python bench/hand_cases.py [--out bench/results/hand_cases] [--model FOLDER]
 
-Prints each case's label from the shipped judge (``LocalJudge()``, two rounds) and from the plain
+Prints each case's label from the shipped judge (``LocalJudge()``, two rounds; ``--model``: the
+weights and decision of another folder) and from the plain
 rule "70 % of the claim's content words are on the page", then per judge: wrong citations caught
 (gold ``contradicted`` read ``contradicted``), wrong ones passed (gold ``contradicted`` or
 ``not_found`` read ``supported``), right ones confirmed (gold ``supported`` read ``supported``).
@@ -228,13 +229,14 @@ def tally(gold: Sequence[str], labels: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def judged(cases: Sequence[tuple[str, str, str]]) -> tuple[str, list[Any]]:
-    """The shipped local judge's name and its verdicts on (claim, page, title) cases."""
+def judged(cases: Sequence[tuple[str, str, str]], model: Path | None = None) -> tuple[str, list[Any]]:
+    """The local judge's name and its verdicts on (claim, page, title) cases: the shipped one, or
+    the one whose folder (weights and decision) ``model`` names."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
     from guardrail.core.schema import JudgeRequest
     from guardrail.judges.local import LocalJudge
 
-    judge = LocalJudge()
+    judge = LocalJudge(model)
     requests = [JudgeRequest(claim=c, passages=[page], title=t) for c, page, t in cases]
     return judge.name, asyncio.run(judge.judge(requests))
 
@@ -252,8 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry (see the module docstring)."""
     p = argparse.ArgumentParser(prog="python bench/hand_cases.py", description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "hand_cases")
+    p.add_argument("--model", type=Path, default=None, help="model folder (default: the package's)")
     args = p.parse_args(argv)
-    name, verdicts = judged([(c, page, t) for _, c, page, t in CASES])
+    name, verdicts = judged([(c, page, t) for _, c, page, t in CASES], args.model)
     gold = [g for g, *_ in CASES]
     local = [v.label for v in verdicts]
     overlap = [overlap_label(c, page, t) for _, c, page, t in CASES]

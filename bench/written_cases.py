@@ -6,11 +6,12 @@ label (``bench/written_cases.json``). Written on 4 December 2026 as a hold-out f
 failure kinds; changes made after it was written were checked on it, so it is a probe, not a data
 set (``bench/judge_accuracy.py`` says how often on real pages).
 
-    python bench/written_cases.py [--out bench/results/written_cases]
+    python bench/written_cases.py [--out bench/results/written_cases] [--model FOLDER]
 
-Prints, for the shipped judge (``LocalJudge()``) and the plain rule "70 % of the claim's content
-words are on the page", wrong citations caught, wrong ones passed as ``supported``, right ones
-confirmed and right ones flagged ``contradicted``, overall and per kind.
+Prints, for the shipped judge (``LocalJudge()``; ``--model``: another folder's weights and
+decision) and the plain rule "70 % of the claim's content words are on the page", wrong citations
+caught, wrong ones passed as ``supported``, right ones confirmed and right ones flagged
+``contradicted``, overall and per kind.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry (see the module docstring)."""
     p = argparse.ArgumentParser(prog="python bench/written_cases.py", description=__doc__.split("\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "written_cases")
+    p.add_argument("--model", type=Path, default=None, help="model folder (default: the package's)")
     args = p.parse_args(argv)
-    name, verdicts = judged([(c["claim"], c["page"], c["title"]) for c in CASES])
+    name, verdicts = judged([(c["claim"], c["page"], c["title"]) for c in CASES], args.model)
     gold = [c["gold"] for c in CASES]
     local = [v.label for v in verdicts]
     overlap = [overlap_label(c["claim"], c["page"], c["title"]) for c in CASES]
