@@ -14,7 +14,7 @@ import pytest
 
 from guardrail import Settings, Verifier
 from guardrail.core.schema import JudgeRequest, JudgeVerdict, Label
-from guardrail.judges.openai import RESPONSE_FORMAT, OpenAIJudge
+from guardrail.judges.openai import RESPONSE_FORMAT, OpenAIJudge, _remember_mode, forget_modes
 from guardrail.judges.prompt import SCHEMA_INSTRUCTION, SYSTEM_PROMPT, VERDICT_SCHEMA, render_user_message
 from guardrail.judges.retry import RetryPolicy
 from guardrail.runtime import build_judge
@@ -508,3 +508,24 @@ async def test_a_server_ignoring_every_format_ends_in_plain_text(llm: FakeLLMSer
     modes = [r.body.get("response_format", {"type": "text"})["type"] for r in llm.received]
     assert modes == ["json_schema", "json_object", "text"]
     assert make_judge(llm).response_mode == "text"
+
+
+async def test_forgetting_one_base_url_keeps_what_was_negotiated_with_the_others(llm: FakeLLMServer) -> None:
+    with FakeLLMServer() as other:
+        for server in (llm, other):
+            server.responder = picky_server({"text"}, 422, answer=verdict_json("supported", QUOTE, 0.8))
+            await make_judge(server).judge([REQUEST])
+        assert make_judge(llm).response_mode == make_judge(other).response_mode == "text"
+        forget_modes(llm.openai_base_url)
+        assert make_judge(llm).response_mode == "json_schema"
+        assert make_judge(other).response_mode == "text"
+        forget_modes()
+        assert make_judge(other).response_mode == "json_schema"
+
+
+def test_a_new_test_server_starts_without_what_an_earlier_one_on_its_address_negotiated() -> None:
+    # The OS reuses ports, so a test's server may take an earlier test's address.
+    server = FakeLLMServer()
+    _remember_mode(server.openai_base_url, "text")
+    with server:
+        assert make_judge(server).response_mode == "json_schema"

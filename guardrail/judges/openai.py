@@ -61,10 +61,14 @@ def _remember_mode(base_url: str | None, mode: ResponseMode) -> None:
         _MODES[base_url or ""] = mode
 
 
-def forget_modes() -> None:
-    """Forget every negotiated answer format (the next calls start from ``json_schema`` again)."""
+def forget_modes(base_url: str | None = None) -> None:
+    """Forget the answer format negotiated for ``base_url``, or every one when it is None (the
+    next calls there start from ``json_schema`` again)."""
     with _MODES_LOCK:
-        _MODES.clear()
+        if base_url is None:
+            _MODES.clear()
+        else:
+            _MODES.pop(base_url, None)
 
 
 def refuses_format(exc: openai.APIStatusError) -> bool:
