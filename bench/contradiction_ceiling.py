@@ -214,11 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = LocalJudgeConfig()
     judge = LocalJudge(model_path=args.model, config=config)
     digest = fd.weights_digest(args.model)
-    train = [
-        *fd.recorded_rows(judge, args.data, "fit", args.cache, digest),
-        *fd.recorded_rows(judge, args.data, "tune", args.cache, digest),
-    ]
-    evaluated = fd.recorded_rows(judge, args.data, "eval", args.cache, digest, synthetic=False)
+    train, evaluated = fd.recorded_fit_and_eval(judge, args.data, args.cache)
     rows = [r for r in evaluated if r.dataset in SETS]
     wice = [r for r in evaluated if r.dataset == "wice"]
     decision = load_decision(args.model, config.rounds)

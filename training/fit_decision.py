@@ -510,6 +510,15 @@ def recorded_rows(
     return rows_of(recorded, tasks)
 
 
+def recorded_fit_and_eval(judge: Any, data: Path, cache: Path) -> tuple[list[Row], list[Row]]:
+    """The rows a decision is fitted on (the ``fit`` and ``tune`` parts with the edited pairs) and
+    the ``eval`` part's rows (the real sets alone), recorded with ``judge``'s weights in ``cache``
+    (:func:`recorded_rows`)."""
+    digest = weights_digest(Path(judge.path))
+    train = [row for part in ("fit", "tune") for row in recorded_rows(judge, data, part, cache, digest)]
+    return train, recorded_rows(judge, data, "eval", cache, digest, synthetic=False)
+
+
 def written_name(rounds: int, int8: bool = False) -> str:
     """The decision file a fit writes: the one the judge reads for ``rounds``
     (:func:`~guardrail.judges._decision.decision_file`), or for ``--int8`` a name beside it that the
