@@ -53,14 +53,6 @@ Predict = Callable[[np.ndarray], np.ndarray]
 Fitter = Callable[[Sequence[Any]], Predict]
 
 
-def _stacked(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Both views of ``rows`` as one matrix, their classes and weights (as ``training.fit_decision.fit``)."""
-    from training import fit_decision as fd
-
-    x = np.vstack([np.vstack([r.first for r in rows]), np.vstack([r.full for r in rows])])
-    return x, np.asarray([r.gold for r in rows] * 2), np.concatenate([fd._weights(rows)] * 2)
-
-
 def logistic(c: float) -> Fitter:
     """The shipped kind: ``training.fit_decision.fit`` at strength ``c``."""
     from training import fit_decision as fd
@@ -74,7 +66,9 @@ def hist_boosted(depth: int, iterations: int) -> Fitter:
     def fitter(rows: Sequence[Any]) -> Predict:
         from sklearn.ensemble import HistGradientBoostingClassifier
 
-        x, y, w = _stacked(rows)
+        from training import fit_decision as fd
+
+        x, y, w = fd.stacked_views(rows)
         model = HistGradientBoostingClassifier(
             max_depth=depth, max_iter=iterations, learning_rate=0.05, l2_regularization=1.0, early_stopping=False
         ).fit(x, y, sample_weight=w)
@@ -90,7 +84,9 @@ def boosted_from_logistic(depth: int, iterations: int, c: float) -> Fitter:
         from sklearn.ensemble import GradientBoostingClassifier
         from sklearn.linear_model import LogisticRegression
 
-        x, y, w = _stacked(rows)
+        from training import fit_decision as fd
+
+        x, y, w = fd.stacked_views(rows)
         mean, scale = x.mean(axis=0), np.where(x.std(axis=0) > 1e-6, x.std(axis=0), 1.0)
         model = GradientBoostingClassifier(
             init=LogisticRegression(C=c, max_iter=5000),
@@ -102,20 +98,6 @@ def boosted_from_logistic(depth: int, iterations: int, c: float) -> Fitter:
         return lambda z: model.predict_proba((np.atleast_2d(z) - mean) / scale)
 
     return fitter
-
-
-def out_of_fold(fitter: Fitter, rows: Sequence[Any], folds: int = 5) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's probabilities (first round, both rounds) from the candidate fitted without its fold."""
-    from training import fit_decision as fd
-
-    first, full = np.zeros((len(rows), 3)), np.zeros((len(rows), 3))
-    fold = np.asarray([fd.fold_of(r.claim, folds) for r in rows])
-    for k in range(folds):
-        predict = fitter([r for r, f in zip(rows, fold, strict=True) if f != k])
-        test = np.where(fold == k)[0]
-        first[test] = predict(np.vstack([rows[i].first for i in test]))
-        full[test] = predict(np.vstack([rows[i].full for i in test]))
-    return first, full
 
 
 def decided(predict: Predict, rows: Sequence[Any], thresholds: tuple[float, float | None, float]) -> np.ndarray:
@@ -143,8 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    if not (args.data / "climate_fever_dev.jsonl").is_file():
-        print(f"skipped: no labelled data in {args.data} (see ../shared/data/README.md)")
+    from training.datasets import labelled_data_present
+
+    if not labelled_data_present(args.data):
         return 0
     from hand_cases import CASES, tally
 
@@ -185,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             predict: Predict = shipped.probabilities
             thresholds = (shipped.contradict_threshold, shipped.conflict_threshold, shipped.support_threshold)
         else:
-            first, full = out_of_fold(fitter, fit_rows)
+            first, full = fd.out_of_fold_with(fitter, fit_rows, 5)
             t_con, t_conflict, t_sup, cv = fd.choose_thresholds(
                 first, full, fit_rows, config.settle, args.precision, config.settle_none
             )

@@ -57,8 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--values must lie in (0, 1], not {args.values}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    if not (args.data / "climate_fever_dev.jsonl").is_file():
-        print(f"skipped: no labelled data in {args.data} (see ../shared/data/README.md)")
+    from training.datasets import labelled_data_present
+
+    if not labelled_data_present(args.data):
         return 0
     from guardrail.judges._decision import load_decision
     from guardrail.judges.local import LocalJudge, LocalJudgeConfig

@@ -306,3 +306,13 @@ def test_distilled_replay_keeps_the_teachers_reading_not_the_labels(tmp_path) ->
             soft=[True] * len(examples),
             **options,  # type: ignore[arg-type]
         )
+
+
+def test_the_benches_skip_with_a_line_saying_where_the_labelled_sets_are_missing(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from training.datasets import labelled_data_present
+
+    assert not labelled_data_present(tmp_path)
+    assert f"skipped: no labelled data in {tmp_path}" in capsys.readouterr().out
+    (tmp_path / "climate_fever_dev.jsonl").write_text("")
+    assert labelled_data_present(tmp_path)
+    assert capsys.readouterr().out == ""

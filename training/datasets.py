@@ -38,6 +38,15 @@ NLI_BUCKETS = range(75, 100)
 _WS = re.compile(r"\s+")
 
 
+def labelled_data_present(data: Path) -> bool:
+    """Whether ``data`` holds the shared labelled sets; where it does not, says so on stdout (the
+    benches that read them then skip, as on a machine without ``../shared/data``)."""
+    if (data / "climate_fever_dev.jsonl").is_file():
+        return True
+    print(f"skipped: no labelled data in {data} (see ../shared/data/README.md)")
+    return False
+
+
 def claim_bucket(claim: str) -> int:
     """The stable 0-99 bucket of a claim (sha256 of the lower-cased, whitespace-collapsed text)."""
     key = _WS.sub(" ", claim.strip().lower())

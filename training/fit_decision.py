@@ -45,7 +45,7 @@ import pickle
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,14 +204,19 @@ def _weights(rows: Sequence[Row]) -> np.ndarray:
     return w / w.mean()
 
 
+def stacked_views(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Both views of ``rows`` as one matrix (first rounds, then both rounds), their classes and
+    their weights (:func:`_weights`): what a decision is fitted on."""
+    x = np.vstack([np.vstack([r.first for r in rows]), np.vstack([r.full for r in rows])])
+    return x, np.asarray([r.gold for r in rows] * 2), np.concatenate([_weights(rows)] * 2)
+
+
 def fit(rows: Sequence[Row], c: float) -> Any:
     """Standardise and fit a multinomial logistic regression on both views of ``rows``."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    x = np.vstack([np.vstack([r.first for r in rows]), np.vstack([r.full for r in rows])])
-    y = np.asarray([r.gold for r in rows] * 2)
-    w = np.concatenate([_weights(rows)] * 2)
+    x, y, w = stacked_views(rows)
     scaler = StandardScaler().fit(x)
     scale = np.where(scaler.scale_ > 1e-6, scaler.scale_, 1.0)
     model = LogisticRegression(C=c, max_iter=5000).fit((x - scaler.mean_) / scale, y, sample_weight=w)
@@ -437,16 +442,27 @@ def fold_of(claim: str, folds: int) -> int:
 
 def out_of_fold(rows: Sequence[Row], c: float, folds: int) -> tuple[np.ndarray, np.ndarray]:
     """Each row's probabilities (first round, both rounds) from a classifier fitted without its fold."""
+
+    def fitter(train: Sequence[Row]) -> Callable[[np.ndarray], np.ndarray]:
+        mean, scale, model = fit(train, c)
+        return to_decision(mean, scale, model, 0.5, 0.5).probabilities
+
+    return out_of_fold_with(fitter, rows, folds)
+
+
+def out_of_fold_with(
+    fitter: Callable[[Sequence[Row]], Callable[[np.ndarray], np.ndarray]], rows: Sequence[Row], folds: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`out_of_fold` for any classifier: ``fitter`` fits one on the rows it is given and
+    returns its function from feature rows to label probabilities."""
     first = np.zeros((len(rows), 3))
     full = np.zeros((len(rows), 3))
     fold = np.asarray([fold_of(r.claim, folds) for r in rows])
     for k in range(folds):
-        train = [r for r, f in zip(rows, fold, strict=True) if f != k]
+        predict = fitter([r for r, f in zip(rows, fold, strict=True) if f != k])
         test = np.where(fold == k)[0]
-        mean, scale, model = fit(train, c)
-        d = to_decision(mean, scale, model, 0.5, 0.5)
-        first[test] = d.probabilities(np.vstack([rows[i].first for i in test]))
-        full[test] = d.probabilities(np.vstack([rows[i].full for i in test]))
+        first[test] = predict(np.vstack([rows[i].first for i in test]))
+        full[test] = predict(np.vstack([rows[i].full for i in test]))
     return first, full
 
 
