@@ -50,7 +50,8 @@ KEY = "sk-test-DO-NOT-LEAK-1234567890"
 def make_judge(server: FakeLLMServer, **kwargs: object) -> OpenAIJudge:
     options: dict[str, object] = {"api_key": KEY, "base_url": server.openai_base_url, "retry": FAST}
     options.update(kwargs)
-    return OpenAIJudge("test-model", **options)  # type: ignore[arg-type]
+    model = str(options.pop("model", "test-model"))
+    return OpenAIJudge(model, **options)  # type: ignore[arg-type]
 
 
 # -- the happy path and what goes over the wire ------------------------------------------
@@ -526,6 +527,29 @@ async def test_forgetting_one_base_url_keeps_what_was_negotiated_with_the_others
 def test_a_new_test_server_starts_without_what_an_earlier_one_on_its_address_negotiated() -> None:
     # The OS reuses ports, so a test's server may take an earlier test's address.
     server = FakeLLMServer()
-    _remember_mode(server.openai_base_url, "text")
+    _remember_mode(server.openai_base_url, "test-model", "text")
     with server:
         assert make_judge(server).response_mode == "json_schema"
+
+
+async def test_the_format_is_negotiated_per_model_behind_one_gateway_url(llm: FakeLLMServer) -> None:
+    # A gateway (LiteLLM, OpenRouter) routes each model to a backend of its own: one model's
+    # refusal of json_schema says nothing about the others behind the same URL.
+    good = verdict_json("supported", QUOTE, 0.8)
+
+    def gateway(received: Received) -> Reply:
+        fmt = (received.body.get("response_format") or {"type": "text"})["type"]
+        if received.body["model"] == "small-local" and fmt == "json_schema":
+            return error_reply(400, "response_format json_schema is not supported by this backend")
+        return openai_content(good)
+
+    llm.responder = gateway
+    [small] = await make_judge(llm, model="small-local").judge([REQUEST])
+    [large] = await make_judge(llm, model="large-hosted").judge([REQUEST])
+    assert small.label == large.label == "supported"
+    sent = [(r.body["model"], r.body["response_format"]["type"]) for r in llm.received]
+    assert sent == [("small-local", "json_schema"), ("small-local", "json_object"), ("large-hosted", "json_schema")]
+    assert make_judge(llm, model="small-local").response_mode == "json_object"
+    assert make_judge(llm, model="large-hosted").response_mode == "json_schema"
+    forget_modes(llm.openai_base_url)  # every model at that URL
+    assert make_judge(llm, model="small-local").response_mode == "json_schema"

@@ -1,12 +1,13 @@
 """An LLM judge over the OpenAI chat completions API: OpenAI, Ollama's /v1, vLLM, llama.cpp alike.
 
 Servers differ in the structured output they accept, so the answer format is negotiated per base
-URL: strict ``json_schema`` first; a server that refuses it (HTTP 400, 415, 422, 500 or 501 with an
+URL and model (a gateway such as LiteLLM or OpenRouter serves models that accept different
+formats behind one URL): strict ``json_schema`` first; a server that refuses it (HTTP 400, 415, 422, 500 or 501 with an
 error naming the response format, since some servers answer a refusal with a 500), or accepts it
 but answers with something that is not a verdict (it ignored the format), is asked again at once
 with ``json_object`` and the schema in the prompt, then with plain text, whose JSON is extracted and
 validated (:func:`guardrail.judges.prompt.parse_verdict_text`). The mode that worked
-is remembered for the base URL (process-wide), so later calls start there.
+is remembered for the base URL and model (process-wide), so later calls start there.
 """
 
 from __future__ import annotations
@@ -46,29 +47,31 @@ RESPONSE_MODES: tuple[ResponseMode, ...] = ("json_schema", "json_object", "text"
 
 _REFUSAL_STATUS = frozenset({400, 415, 422, 500, 501})
 _FORMAT_WORDS = re.compile(r"response.?format|json.?schema|json.?object|structured|grammar|schema", re.IGNORECASE)
-_MODES: dict[str, ResponseMode] = {}
+_MODES: dict[tuple[str, str], ResponseMode] = {}
 _MODES_LOCK = threading.Lock()
 
 
-def negotiated_mode(base_url: str | None) -> ResponseMode:
-    """The answer format that last worked for ``base_url`` (``json_schema`` until one refused it)."""
+def negotiated_mode(base_url: str | None, model: str) -> ResponseMode:
+    """The answer format that last worked for ``model`` at ``base_url`` (``json_schema`` until one
+    was refused or ignored there)."""
     with _MODES_LOCK:
-        return _MODES.get(base_url or "", "json_schema")
+        return _MODES.get((base_url or "", model), "json_schema")
 
 
-def _remember_mode(base_url: str | None, mode: ResponseMode) -> None:
+def _remember_mode(base_url: str | None, model: str, mode: ResponseMode) -> None:
     with _MODES_LOCK:
-        _MODES[base_url or ""] = mode
+        _MODES[(base_url or "", model)] = mode
 
 
 def forget_modes(base_url: str | None = None) -> None:
-    """Forget the answer format negotiated for ``base_url``, or every one when it is None (the
-    next calls there start from ``json_schema`` again)."""
+    """Forget the answer formats negotiated at ``base_url`` (every model there), or everywhere when
+    it is None (the next calls start from ``json_schema`` again)."""
     with _MODES_LOCK:
         if base_url is None:
             _MODES.clear()
         else:
-            _MODES.pop(base_url, None)
+            for key in [key for key in _MODES if key[0] == base_url]:
+                del _MODES[key]
 
 
 def refuses_format(exc: openai.APIStatusError) -> bool:
@@ -134,8 +137,8 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
 
     @property
     def response_mode(self) -> ResponseMode:
-        """The answer format this judge's next call starts with (negotiated per base URL)."""
-        return negotiated_mode(self.base_url)
+        """The answer format this judge's next call starts with (negotiated per base URL and model)."""
+        return negotiated_mode(self.base_url, self.model)
 
     async def _create(
         self, client: openai.AsyncOpenAI, request: JudgeRequest, timeout: float, first: ResponseMode
@@ -160,7 +163,7 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
                         continue
                     raise
             if n != start:
-                _remember_mode(self.base_url, mode)
+                _remember_mode(self.base_url, self.model, mode)
             return completion, mode
         raise TransientJudgeError("no answer format accepted")  # not reached: the last mode raises
 
@@ -169,7 +172,7 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
         accepts a structured format but ignores it (llama.cpp's Python server answers
         ``json_schema`` requests with free text) is asked again at once in the next format when
         its answer is malformed, and that format is remembered, as for a refusal."""
-        mode = negotiated_mode(self.base_url)
+        mode = negotiated_mode(self.base_url, self.model)
         while True:
             completion, mode = await self._create(client, request, timeout, mode)
             try:
@@ -179,7 +182,7 @@ class OpenAIJudge(ApiJudge[openai.AsyncOpenAI]):
                 if step >= len(RESPONSE_MODES):
                     raise
                 mode = RESPONSE_MODES[step]
-                _remember_mode(self.base_url, mode)
+                _remember_mode(self.base_url, self.model, mode)
 
     @staticmethod
     def _read(completion: Any) -> JudgeVerdict:
