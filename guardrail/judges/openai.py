@@ -1,12 +1,12 @@
 """An LLM judge over the OpenAI chat completions API: OpenAI, Ollama's /v1, vLLM, llama.cpp alike.
 
 Servers differ in the structured output they accept, so the answer format is negotiated per base
-URL and model (a gateway such as LiteLLM or OpenRouter serves models that accept different
-formats behind one URL): strict ``json_schema`` first; a server that refuses it (HTTP 400, 415, 422, 500 or 501 with an
-error naming the response format, since some servers answer a refusal with a 500), or accepts it
-but answers with something that is not a verdict (it ignored the format), is asked again at once
-with ``json_object`` and the schema in the prompt, then with plain text, whose JSON is extracted and
-validated (:func:`guardrail.judges.prompt.parse_verdict_text`). The mode that worked
+URL and model (a gateway such as LiteLLM or OpenRouter serves models that accept different formats
+behind one URL): strict ``json_schema`` first; a server that refuses it (HTTP 400, 415, 422, 500 or
+501 with an error naming the response format, since some servers answer a refusal with a 500), or
+accepts it but answers with something that is not a verdict (it ignored the format), is asked again
+at once with ``json_object`` and the schema in the prompt, then with plain text, whose JSON is
+extracted and validated (:func:`guardrail.judges.prompt.parse_verdict_text`). The mode that worked
 is remembered for the base URL and model (process-wide), so later calls start there.
 """
 
