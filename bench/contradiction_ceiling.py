@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -200,20 +199,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--draws must be at least 1, not {args.draws}")
     if args.against is not None and not (args.against / "decision.json").is_file():
         p.error(f"--against {args.against} has no decision.json: fit one (python -m training.fit_decision --model ...)")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from training.datasets import labelled_data_present
+    from training import fit_decision as fd
 
-    if not labelled_data_present(args.data):
+    judge = fd.offline_judge_for_data(args.model, args.data)
+    if judge is None:
         return 0
     from guardrail.judges._decision import load_decision
     from guardrail.judges._features import REQUEST_FEATURES
-    from guardrail.judges.local import LocalJudge, LocalJudgeConfig
-    from training import fit_decision as fd
+    from guardrail.judges.local import LocalJudge
 
     t0 = time.time()
-    config = LocalJudgeConfig()
-    judge = LocalJudge(model_path=args.model, config=config)
+    config = judge.config
     digest = fd.weights_digest(args.model)
     train, evaluated = fd.recorded_fit_and_eval(judge, args.data, args.cache)
     rows = [r for r in evaluated if r.dataset in SETS]

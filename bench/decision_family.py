@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -123,22 +122,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--precision", type=float, default=0.75, help="contradicted precision floor, cross-validated")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "decision_family")
     args = p.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from training.datasets import labelled_data_present
+    from training import fit_decision as fd
 
-    if not labelled_data_present(args.data):
+    judge = fd.offline_judge_for_data(args.model, args.data)
+    if judge is None:
         return 0
     from hand_cases import CASES, tally
 
     from guardrail.judges._decision import LABELS, load_decision
-    from guardrail.judges.local import LocalJudge, LocalJudgeConfig
-    from training import fit_decision as fd
     from training.datasets import Task
 
     t0 = time.time()
-    config = LocalJudgeConfig()
-    judge = LocalJudge(model_path=args.model, config=config)
+    config = judge.config
     fit_rows, eval_rows = fd.recorded_fit_and_eval(judge, args.data, args.cache)
     hand_tasks = [Task(claim, [page], gold, title) for gold, claim, page, title in CASES]
     hand_rows = fd.rows_of({"hand": fd.restated(judge, fd.record(judge, hand_tasks))}, {"hand": hand_tasks})

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -55,19 +54,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     values = [float(v) for v in args.values.split(",")]
     if any(not 0.0 < v <= 1.0 for v in values):
         p.error(f"--values must lie in (0, 1], not {args.values}")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are local; never ask a hub
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from training.datasets import labelled_data_present
-
-    if not labelled_data_present(args.data):
-        return 0
-    from guardrail.judges._decision import load_decision
-    from guardrail.judges.local import LocalJudge, LocalJudgeConfig
     from training import fit_decision as fd
 
+    judge = fd.offline_judge_for_data(args.model, args.data)
+    if judge is None:
+        return 0
+    from guardrail.judges._decision import load_decision
+
     t0 = time.time()
-    config = LocalJudgeConfig()
-    judge = LocalJudge(model_path=args.model, config=config)
+    config = judge.config
     digest = fd.weights_digest(args.model)
     decision = load_decision(args.model, 2)
     t_con, t_sup, t_conflict = decision.contradict_threshold, decision.support_threshold, decision.conflict_threshold

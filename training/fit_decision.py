@@ -526,6 +526,23 @@ def recorded_rows(
     return rows_of(recorded, tasks)
 
 
+def offline_judge_for_data(model: Path, data: Path) -> Any:
+    """The two-round local judge of ``model``, for reading the labelled sets at ``data`` offline
+    (its weights are local, so no hub is ever asked); None, the skip said on stdout
+    (:func:`training.datasets.labelled_data_present`), where those sets are missing. For the
+    command-line entries that record the sets: it sets ``HF_HUB_OFFLINE`` and
+    ``TRANSFORMERS_OFFLINE`` where they are unset."""
+    from training.datasets import labelled_data_present
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if not labelled_data_present(data):
+        return None
+    from guardrail.judges.local import LocalJudge, LocalJudgeConfig
+
+    return LocalJudge(model_path=model, config=LocalJudgeConfig())
+
+
 def recorded_fit_and_eval(judge: Any, data: Path, cache: Path) -> tuple[list[Row], list[Row]]:
     """The rows a decision is fitted on (the ``fit`` and ``tune`` parts with the edited pairs) and
     the ``eval`` part's rows (the real sets alone), recorded with ``judge``'s weights in ``cache``
