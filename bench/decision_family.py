@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from hand_cases import written  # noqa: E402
+
 SHOWN = (
     "mean_balanced_accuracy",
     "wice_balanced_accuracy",
@@ -203,12 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"| {name} | {h['wrong_caught']} / {h['wrong_cited']} | {h['wrong_passed']} / {h['wrong']} | "
             f"{h['right_confirmed']} / {h['right']} |"
         )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    args.out.with_suffix(".md").write_text(text)
-    return 0
+    return written(args.out, result, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ the figures of ``training.fit_decision.figures`` (the issue's targets).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -30,6 +29,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from hand_cases import written  # noqa: E402
 
 SHOWN = (
     "wice_balanced_accuracy",
@@ -104,12 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cells = [run["settle_none"], run["labels_changed"], f"{run['second_round_share']:.1%}"]
             lines.append("| " + " | ".join(str(c) for c in [*cells, *(run[k] for k in SHOWN)]) + " |")
         lines.append("")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    args.out.with_suffix(".md").write_text(text)
-    return 0
+    return written(args.out, result, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
