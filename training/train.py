@@ -350,6 +350,15 @@ def distil_loss(logits: Any, teacher_logits: Any, soft: Any) -> Any:
     return kl / max(1, int(soft.numel()))
 
 
+def _autocast(device: str) -> Any:
+    """bfloat16 autocast on a GPU; nothing on the CPU, where training stays float32."""
+    if device == "cpu":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16)
+
+
 def train_stage(
     *,
     name: str,
@@ -395,11 +404,6 @@ def train_stage(
         if len(teacher_logits) != len(examples):
             raise ValueError(f"teacher_logits has {len(teacher_logits)} rows for {len(examples)} examples")
         teacher_logits = teacher_logits.to(device)
-
-    def autocast() -> Any:
-        if device == "cpu":
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16)
 
     rng = random.Random(seed)
     enc = tokenizer(
@@ -464,14 +468,14 @@ def train_stage(
         inputs = {"input_ids": input_ids.to(device), "attention_mask": mask.to(device)}
         if types is not None:
             inputs["token_type_ids"] = token_types.to(device)
-        with autocast():
+        with _autocast(device):
             logits = model(**inputs).logits
         flags = soft_all[batch]
         if bool(flags.any()):
             if teacher_logits is not None:
                 taught = teacher_logits[batch]
             else:
-                with torch.no_grad(), autocast():
+                with torch.no_grad(), _autocast(device):
                     taught = teacher(**inputs).logits
             hard = labels_all[batch] if soft_keeps_label else labels_all[batch].masked_fill(flags, SOFT_LABEL)
             loss = _hard_loss(logits, hard) + soft_weight * distil_loss(logits, taught, flags)
@@ -531,9 +535,7 @@ def teacher_readings(teacher_dir: Path, examples: Sequence[Example], max_len: in
                 padding=True,
                 return_tensors="pt",
             ).to(device)
-            with contextlib.ExitStack() as stack:
-                if device != "cpu":
-                    stack.enter_context(torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16))
+            with _autocast(device):
                 logits = model(**enc).logits
             out[torch.tensor(rows)] = logits.float().cpu()
     return out
