@@ -54,13 +54,6 @@ Predict = Callable[[np.ndarray], np.ndarray]
 Fitter = Callable[[Sequence[Any]], Predict]
 
 
-def logistic(c: float) -> Fitter:
-    """The shipped kind: ``training.fit_decision.fit`` at strength ``c``."""
-    from training import fit_decision as fd
-
-    return lambda rows: fd.to_decision(*fd.fit(rows, c), 0.5, 0.5).probabilities
-
-
 def hist_boosted(depth: int, iterations: int) -> Fitter:
     """Histogram gradient boosting, no early stopping (its held-out split would be by row)."""
 
@@ -145,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c = float(json.loads((args.model / "decision_record.json").read_text())["chosen"]["C"])
     candidates: dict[str, Fitter | None] = {
         "shipped logistic regression (as fitted then)": None,
-        f"logistic regression refitted (C={c})": logistic(c),
+        f"logistic regression refitted (C={c})": fd.logistic_fitter(c),
         "histogram gradient boosting (depth 3, 150 rounds)": hist_boosted(3, 150),
         "histogram gradient boosting (depth 2, 200 rounds)": hist_boosted(2, 200),
         f"gradient boosting from the logistic regression (depth 2, 100 rounds, C={c})": boosted_from_logistic(

@@ -440,14 +440,20 @@ def fold_of(claim: str, folds: int) -> int:
     return int(hashlib.sha256(claim.strip().lower().encode("utf-8")).hexdigest()[:8], 16) % folds
 
 
-def out_of_fold(rows: Sequence[Row], c: float, folds: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's probabilities (first round, both rounds) from a classifier fitted without its fold."""
+def logistic_fitter(c: float) -> Callable[[Sequence[Row]], Callable[[np.ndarray], np.ndarray]]:
+    """Fits the shipped kind of decision (:func:`fit` at strength ``c``) on given rows and returns
+    its probability function."""
 
     def fitter(train: Sequence[Row]) -> Callable[[np.ndarray], np.ndarray]:
         mean, scale, model = fit(train, c)
         return to_decision(mean, scale, model, 0.5, 0.5).probabilities
 
-    return out_of_fold_with(fitter, rows, folds)
+    return fitter
+
+
+def out_of_fold(rows: Sequence[Row], c: float, folds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's probabilities (first round, both rounds) from a classifier fitted without its fold."""
+    return out_of_fold_with(logistic_fitter(c), rows, folds)
 
 
 def out_of_fold_with(
