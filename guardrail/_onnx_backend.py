@@ -6,7 +6,8 @@ kept in the user cache folder under a name derived from the weights' digest: a n
 exported again, an old export is never used for it. Inference then runs on ONNX Runtime, which
 is several times faster than torch eager on a CPU for these small encoders, with a thread count
 the caller chooses (a Ray actor: its CPUs). ``int8`` selects dynamic int8 quantisation of the
-exported graph (smaller and faster; its agreement with float32 is measured by the benches).
+exported graph, one scale per weight column (smaller and about 3x faster; its agreement with
+float32 is measured by ``bench/int8_agreement.py``).
 
 The first run's export is a pause of several seconds: it is announced on the ``guardrail.onnx``
 logger at INFO ("preparing the judge model (first run only, ...)", then how long it took), which
@@ -120,7 +121,8 @@ def _exported(model_dir: Path, kind: Kind, precision: Precision) -> Path:
     folder = user_cache_dir() / "onnx"
     folder.mkdir(parents=True, exist_ok=True)
     base = folder / f"{model_dir.name}-{weights_digest(model_dir)}-{kind}.onnx"
-    target = base if precision == "float32" else base.with_suffix(".int8.onnx")
+    # ".int8pc": per-channel weights; an older per-tensor ".int8" export is never reused for it.
+    target = base if precision == "float32" else base.with_suffix(".int8pc.onnx")
     if target.is_file():
         return target
     what = _MODEL_NAMES[kind]
@@ -132,7 +134,11 @@ def _exported(model_dir: Path, kind: Kind, precision: Precision) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         partial = target.with_suffix(f".{os.getpid()}.tmp")
-        quantize_dynamic(str(base), str(partial), weight_type=QuantType.QInt8)
+        # One scale per output channel, not one per weight matrix: on the eval part's 8,311
+        # first-round pairs the judge's int8 probabilities move 0.022 on average from float32's
+        # (per-tensor: 0.062), its argmax agrees on 96.2 % (89.2 %), and entailment is no longer
+        # raised across the board (mean shift +0.000 against +0.042), at the same speed.
+        quantize_dynamic(str(base), str(partial), weight_type=QuantType.QInt8, per_channel=True)
         os.replace(partial, target)
     log.info("the %s is ready (%.1f s; kept in %s)", what, time.perf_counter() - started, folder)
     return target
