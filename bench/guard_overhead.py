@@ -282,14 +282,15 @@ def pick_judge(args: argparse.Namespace, tmp: Path) -> tuple[Any | None, str]:
         rounds=args.rounds or LocalJudgeConfig.rounds,
         backend=args.backend or LocalJudgeConfig.backend,
     )
-    int8 = ", int8" if args.int8 else ""
+    quantize = True if args.int8 else (False if args.float32 else None)
     if args.judge_model:
         if not LocalJudge.available(args.judge_model):
             sys.exit(f"--judge-model {args.judge_model}: no config.json and weights there")
-        judge = LocalJudge(model_path=args.judge_model, config=config, quantize=args.int8)
-        return judge, f"local judge, weights from {args.judge_model}{int8}"
+        judge = LocalJudge(model_path=args.judge_model, config=config, quantize=quantize)
+        return judge, f"local judge, weights from {args.judge_model}{', int8' if judge.quantize else ''}"
     if LocalJudge.available():
-        return LocalJudge(config=config, quantize=args.int8), f"local judge, shipped weights{int8}"
+        judge = LocalJudge(config=config, quantize=quantize)
+        return judge, f"local judge, shipped weights{', int8' if judge.quantize else ''}"
     if args.no_stand_in:
         return None, "none (the shipped judge weights are not installed; --no-stand-in)"
     return (
@@ -554,7 +555,11 @@ def main() -> None:
     parser.add_argument("--stream-runs", type=int, default=5, help="astream runs per size (at least 1)")
     parser.add_argument("--chars-per-second", type=float, default=250.0, help="the fake model's writing pace")
     parser.add_argument("--judge-model", help="a local judge model folder (config.json + weights)")
-    parser.add_argument("--int8", action="store_true", help="the judge's int8-quantised ONNX graph (quantize=True)")
+    precision = parser.add_mutually_exclusive_group()
+    precision.add_argument("--int8", action="store_true", help="the judge's int8-quantised ONNX graph (quantize=True)")
+    precision.add_argument(
+        "--float32", action="store_true", help="the judge in float32 (quantize=False; default: the judge's own)"
+    )
     parser.add_argument("--no-stand-in", action="store_true", help="without shipped weights, run with no judge")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument(
@@ -623,6 +628,7 @@ def main() -> None:
             "judge_name": raw_judge.name if raw_judge is not None else None,
             "judge_rounds": raw_judge.config.rounds if isinstance(raw_judge, LocalJudge) else None,
             "judge_backend": raw_judge.backend if isinstance(raw_judge, LocalJudge) else None,
+            "judge_int8": raw_judge.quantize if isinstance(raw_judge, LocalJudge) else None,
             "embedder": embedder.name,
             "target": f"guard adds < {TARGET_MS:.0f} ms p50 to a 5-claim answer on warm pages",
             "target_met": (

@@ -569,8 +569,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the new judge's LocalJudgeConfig.rounds (default: its default)",
     )
     p.add_argument("--backend", choices=("onnx", "torch"), default=None, help="the new judge's backend (default: auto)")
-    p.add_argument(
+    precision = p.add_mutually_exclusive_group()
+    precision.add_argument(
         "--int8", action="store_true", help="the new judge on its int8-quantised ONNX graph (LocalJudge(quantize=True))"
+    )
+    precision.add_argument(
+        "--float32", action="store_true", help="the new judge in float32 (quantize=False; default: the judge's own)"
     )
     p.add_argument("--skip-previous", action="store_true", help="measure the new judge and the baseline only")
     p.add_argument(
@@ -592,7 +596,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = LocalJudgeConfig(
         rounds=args.rounds or LocalJudgeConfig.rounds, backend=args.backend or LocalJudgeConfig.backend
     )
-    new = LocalJudge(model_path=args.model, config=config, quantize=args.int8)
+    new = LocalJudge(
+        model_path=args.model, config=config, quantize=True if args.int8 else (False if args.float32 else None)
+    )
     if not LocalJudge.available(args.model):
         print("skipped: the local judge's weights are not installed")
         return 0

@@ -23,6 +23,8 @@ from pydantic_settings import (
 )
 
 JudgeName = Literal["local", "openai", "anthropic", "ollama"]
+JudgePrecision = Literal["auto", "float32", "int8"]
+"""How the embedded judge's ONNX graph computes (``GUARDRAIL_JUDGE_PRECISION``; ``LocalJudge(quantize=...)``)."""
 ArchiveName = Literal["wayback"]
 """The archives a dead link can be looked up in (``GUARDRAIL_ARCHIVE``)."""
 
@@ -112,6 +114,11 @@ class Settings(BaseSettings):
     judge_timeout: float = _env("GUARDRAIL_JUDGE_TIMEOUT", "seconds", default=60.0, gt=0)
     judge_rounds: int = _env(
         "GUARDRAIL_JUDGE_ROUNDS", "the embedded judge's reading: 2, or 1 for the fast path", default=2, ge=1, le=2
+    )
+    judge_precision: JudgePrecision = _env(
+        "GUARDRAIL_JUDGE_PRECISION",
+        "auto (int8 for the fast path, float32 otherwise), float32 or int8",
+        default="auto",
     )
     openai_api_key: SecretStr | None = _env("OPENAI_API_KEY", default=None)
     openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)

@@ -161,6 +161,7 @@ class TestSettings:
             ("GUARDRAIL_JUDGE_TIMEOUT", "-5"),
             ("GUARDRAIL_JUDGE_ROUNDS", "0"),
             ("GUARDRAIL_JUDGE_ROUNDS", "3"),
+            ("GUARDRAIL_JUDGE_PRECISION", "float16"),
             ("GUARDRAIL_FETCH_ATTEMPTS", "0"),
             ("GUARDRAIL_MAX_REDIRECTS", "-1"),
             ("GUARDRAIL_CONCURRENCY", "0"),

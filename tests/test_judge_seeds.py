@@ -113,3 +113,27 @@ def test_brad_pitt_is_anti_cited_by_the_cast_list(verifier: Verifier) -> None:
     # The cast sentence read with the claim restated ("It starred Leonardo DiCaprio and Kate Winslet")
     # is what says it: without the restatement (name_restated) this reads not_found.
     assert _check(verifier, "It starred Brad Pitt and Kate Winslet.", TITANIC_FACT)[0] == Label.contradicted
+
+
+def test_the_fast_paths_int8_graph_labels_the_seed_cases_as_float32_does() -> None:
+    """The fast path reads int8 by default: on these cases its labels and quotes are float32's."""
+    cases = [
+        ("Titanic was directed by Steven Spielberg.", DIRECTED, "Titanic (1997 film)"),
+        ("Titanic was directed by James Cameron.", DIRECTED, "Titanic (1997 film)"),
+        ("Water boils at 50 degrees Celsius at sea level.", BOILING, None),
+        ("Water boils at one hundred degrees Celsius at sea level.", BOILING, None),
+        ("Titanic won 11 Academy Awards.", BOILING, None),
+    ]
+    readings = []
+    for quantize in (None, False):
+        judge = LocalJudge(config=LocalJudgeConfig(rounds=1), quantize=quantize)
+        verifier = Verifier(judge=judge, embedder=HashEmbedder(), fetcher=_NoFetch(), settings=Settings())  # type: ignore[arg-type]
+        readings.append([_check(verifier, *case) for case in cases])
+    assert [label for label, _ in readings[0]] == [
+        Label.contradicted,
+        Label.supported,
+        Label.contradicted,
+        Label.supported,
+        Label.not_found,
+    ]
+    assert readings[0] == readings[1]

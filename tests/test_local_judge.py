@@ -812,6 +812,32 @@ def test_the_fast_path_is_chosen_by_setting() -> None:
     assert judge.decision is load_decision(ROOT / "guardrail" / "judges" / "model", 1)
 
 
+def test_the_fast_path_reads_int8_and_two_rounds_float32_unless_told() -> None:
+    fast = LocalJudge(config=LocalJudgeConfig(rounds=1))
+    assert fast.quantize is True and fast.model.endswith("-int8")
+    default = LocalJudge()
+    assert default.quantize is False and not default.model.endswith("-int8")
+    assert LocalJudge(config=LocalJudgeConfig(rounds=1), quantize=False).quantize is False
+    assert LocalJudge(quantize=True).quantize is True
+    # torch's dynamic int8 is per matrix, not the ONNX graph's per column: it stays float
+    assert LocalJudge(config=LocalJudgeConfig(rounds=1, backend="torch")).quantize is False
+
+
+@pytest.mark.parametrize(
+    ("env", "int8"),
+    [
+        ({"GUARDRAIL_JUDGE_ROUNDS": "1"}, True),
+        ({"GUARDRAIL_JUDGE_ROUNDS": "1", "GUARDRAIL_JUDGE_PRECISION": "float32"}, False),
+        ({"GUARDRAIL_JUDGE_PRECISION": "int8"}, True),
+        ({"GUARDRAIL_JUDGE_PRECISION": "auto"}, False),
+        ({}, False),
+    ],
+)
+def test_the_judges_precision_is_chosen_by_setting(env: dict[str, str], int8: bool) -> None:
+    judge = build_judge(Settings.from_env(env))
+    assert isinstance(judge, LocalJudge) and judge.quantize is int8
+
+
 @pytest.mark.slow
 def test_loads_and_judges_with_the_network_closed() -> None:
     script = textwrap.dedent(

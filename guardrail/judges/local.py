@@ -112,7 +112,12 @@ def _load(path: Path, quantize: bool, dtype: str = "float32") -> tuple[Any, Any,
 
 
 class LocalJudge:
-    """The embedded NLI judge: offline, no key; loads its weights lazily, once per process."""
+    """The embedded NLI judge: offline, no key; loads its weights lazily, once per process.
+
+    ``quantize=True`` reads pairs with int8 weights (on ONNX one scale per output channel, on torch
+    its dynamic int8), ``False`` with the float32 (or native bfloat16) model; ``None`` (the default)
+    is int8 for the fast path on ONNX (``config.rounds == 1``) and float32 otherwise.
+    """
 
     name = "local"
     cpu_bound = True  # judging runs on this machine's cores
@@ -122,7 +127,7 @@ class LocalJudge:
         model_path: str | Path | None = None,
         config: LocalJudgeConfig | None = None,
         *,
-        quantize: bool = False,
+        quantize: bool | None = None,
     ) -> None:
         self.path = Path(model_path) if model_path is not None else MODEL_DIR
         if not (self.path / "config.json").is_file():
@@ -130,6 +135,10 @@ class LocalJudge:
             # as a hub repository name and fail with a message about repo ids.
             raise ValueError(f"LocalJudge model folder {str(self.path)!r} holds no config.json (no model there)")
         self.config = config or LocalJudgeConfig()
+        if quantize is None:
+            # The fast path exists for speed: its int8 graph reads 3.8x faster with the same labels
+            # on 98.8 % of the eval part and the same figures (README, "The embedded judge").
+            quantize = self.config.rounds == 1 and self.backend == "onnx"
         self.quantize = quantize
         self.model = _model_name(self.path) + ("-int8" if quantize else "")
         self._dtype: str | None = None
@@ -160,11 +169,14 @@ class LocalJudge:
     @classmethod
     def from_settings(cls, settings: Settings) -> LocalJudge:
         """The shipped model, or the model folder named by ``GUARDRAIL_JUDGE_MODEL`` when it is one,
-        reading in ``GUARDRAIL_JUDGE_ROUNDS`` rounds (:attr:`LocalJudgeConfig.rounds`)."""
+        reading in ``GUARDRAIL_JUDGE_ROUNDS`` rounds (:attr:`LocalJudgeConfig.rounds`) at
+        ``GUARDRAIL_JUDGE_PRECISION`` (``auto``: int8 for one round on ONNX, else float32)."""
         path = None
         if settings.judge_model and Path(settings.judge_model).is_dir():
             path = Path(settings.judge_model)
-        return cls(model_path=path, config=LocalJudgeConfig(rounds=settings.judge_rounds))
+        precision = settings.judge_precision
+        quantize = None if precision == "auto" else precision == "int8"
+        return cls(model_path=path, config=LocalJudgeConfig(rounds=settings.judge_rounds), quantize=quantize)
 
     @property
     def backend(self) -> str:

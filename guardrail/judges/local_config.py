@@ -21,7 +21,8 @@ class LocalJudgeConfig:
     alone and with the sentence before it, the next sentences up to ``max_sentences``, windows of
     2-3 sentences around the ``window_seeds`` best, the best few joined; so a request costs at most
     that budget. With ``rounds=1`` (the fast path) the first round is all the model reads, so an
-    answer of n claims costs ``n * first_round`` pairs in one pass whatever the probabilities.
+    answer of n claims costs ``n * first_round`` pairs in one pass whatever the probabilities, read
+    by default on the int8 graph (:class:`~guardrail.judges.local.LocalJudge`'s ``quantize``).
     Either way two small, bounded extras follow: where a sentence names another thing in the claim's
     place, the claim restated with that name (one pair per such sentence), and, for a claim split
     into atomic parts that is not decided, each part against its ``part_candidates`` best sentences.
