@@ -6,8 +6,8 @@ kept in the user cache folder under a name derived from the weights' digest: a n
 exported again, an old export is never used for it. Inference then runs on ONNX Runtime, which
 is several times faster than torch eager on a CPU for these small encoders, with a thread count
 the caller chooses (a Ray actor: its CPUs). ``int8`` selects dynamic int8 quantisation of the
-exported graph, one scale per weight column (smaller and about 3x faster; its agreement with
-float32 is measured by ``bench/int8_agreement.py``).
+exported graph, one scale per weight column (smaller, and 2-4x faster on these models; its
+agreement with float32 is measured by ``bench/int8_agreement.py``).
 
 The first run's export is a pause of several seconds: it is announced on the ``guardrail.onnx``
 logger at INFO ("preparing the judge model (first run only, ...)", then how long it took), which
