@@ -59,6 +59,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
+from judge_accuracy import add_precision_options, quantize_choice  # bench/, this script's folder
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.output_parsers import StrOutputParser
 
@@ -282,19 +283,18 @@ def pick_judge(args: argparse.Namespace, tmp: Path) -> tuple[Any | None, str]:
         rounds=args.rounds or LocalJudgeConfig.rounds,
         backend=args.backend or LocalJudgeConfig.backend,
     )
-    quantize = True if args.int8 else (False if args.float32 else None)
     if args.judge_model:
         if not LocalJudge.available(args.judge_model):
             sys.exit(f"--judge-model {args.judge_model}: no config.json and weights there")
-        judge = LocalJudge(model_path=args.judge_model, config=config, quantize=quantize)
+        judge = LocalJudge(model_path=args.judge_model, config=config, quantize=quantize_choice(args))
         return judge, f"local judge, weights from {args.judge_model}{', int8' if judge.quantize else ''}"
     if LocalJudge.available():
-        judge = LocalJudge(config=config, quantize=quantize)
+        judge = LocalJudge(config=config, quantize=quantize_choice(args))
         return judge, f"local judge, shipped weights{', int8' if judge.quantize else ''}"
     if args.no_stand_in:
         return None, "none (the shipped judge weights are not installed; --no-stand-in)"
     return (
-        LocalJudge(model_path=stand_in_model(tmp / "stand-in"), config=config),
+        LocalJudge(model_path=stand_in_model(tmp / "stand-in"), config=config, quantize=quantize_choice(args)),
         "local judge code with an untrained stand-in model of the shipped architecture "
         "(all-MiniLM-L6-v2 + 3-label head): the shipped weights are not installed yet, so the "
         "latency is representative and the verdicts are not",
@@ -555,11 +555,7 @@ def main() -> None:
     parser.add_argument("--stream-runs", type=int, default=5, help="astream runs per size (at least 1)")
     parser.add_argument("--chars-per-second", type=float, default=250.0, help="the fake model's writing pace")
     parser.add_argument("--judge-model", help="a local judge model folder (config.json + weights)")
-    precision = parser.add_mutually_exclusive_group()
-    precision.add_argument("--int8", action="store_true", help="the judge's int8-quantised ONNX graph (quantize=True)")
-    precision.add_argument(
-        "--float32", action="store_true", help="the judge in float32 (quantize=False; default: the judge's own)"
-    )
+    add_precision_options(parser)
     parser.add_argument("--no-stand-in", action="store_true", help="without shipped weights, run with no judge")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument(

@@ -120,6 +120,21 @@ class WordOverlapJudge:
         return out
 
 
+def add_precision_options(parser: argparse.ArgumentParser) -> None:
+    """``--int8`` / ``--float32``: the local judge's precision (read by :func:`quantize_choice`)."""
+    precision = parser.add_mutually_exclusive_group()
+    precision.add_argument("--int8", action="store_true", help="the judge's int8 ONNX graph (quantize=True)")
+    precision.add_argument(
+        "--float32", action="store_true", help="the judge in float32 (quantize=False; default: the judge's own)"
+    )
+
+
+def quantize_choice(args: argparse.Namespace) -> bool | None:
+    """``LocalJudge(quantize=...)`` for the options of :func:`add_precision_options`: None for
+    neither, the judge's own default."""
+    return True if args.int8 else (False if args.float32 else None)
+
+
 def make_verifier(judge: Any) -> Verifier:
     from guardrail import Settings
 
@@ -569,13 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the new judge's LocalJudgeConfig.rounds (default: its default)",
     )
     p.add_argument("--backend", choices=("onnx", "torch"), default=None, help="the new judge's backend (default: auto)")
-    precision = p.add_mutually_exclusive_group()
-    precision.add_argument(
-        "--int8", action="store_true", help="the new judge on its int8-quantised ONNX graph (LocalJudge(quantize=True))"
-    )
-    precision.add_argument(
-        "--float32", action="store_true", help="the new judge in float32 (quantize=False; default: the judge's own)"
-    )
+    add_precision_options(p)
     p.add_argument("--skip-previous", action="store_true", help="measure the new judge and the baseline only")
     p.add_argument(
         "--latency-only", action="store_true", help="only the latency figures (to re-measure on a quiet machine)"
@@ -596,9 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = LocalJudgeConfig(
         rounds=args.rounds or LocalJudgeConfig.rounds, backend=args.backend or LocalJudgeConfig.backend
     )
-    new = LocalJudge(
-        model_path=args.model, config=config, quantize=True if args.int8 else (False if args.float32 else None)
-    )
+    new = LocalJudge(model_path=args.model, config=config, quantize=quantize_choice(args))
     if not LocalJudge.available(args.model):
         print("skipped: the local judge's weights are not installed")
         return 0
