@@ -32,8 +32,8 @@ class _NoFetch:
         raise AssertionError("nothing should be fetched")
 
 
-def _verifier(config: LocalJudgeConfig | None = None) -> Verifier:
-    judge = LocalJudge(config=config)
+def _verifier(config: LocalJudgeConfig | None = None, quantize: bool | None = None) -> Verifier:
+    judge = LocalJudge(config=config, quantize=quantize)
     return Verifier(judge=judge, embedder=HashEmbedder(), fetcher=_NoFetch(), settings=Settings())  # type: ignore[arg-type]
 
 
@@ -126,8 +126,7 @@ def test_the_fast_paths_int8_graph_labels_the_seed_cases_as_float32_does() -> No
     ]
     readings = []
     for quantize in (None, False):
-        judge = LocalJudge(config=LocalJudgeConfig(rounds=1), quantize=quantize)
-        verifier = Verifier(judge=judge, embedder=HashEmbedder(), fetcher=_NoFetch(), settings=Settings())  # type: ignore[arg-type]
+        verifier = _verifier(LocalJudgeConfig(rounds=1), quantize)
         readings.append([_check(verifier, *case) for case in cases])
     assert [label for label, _ in readings[0]] == [
         Label.contradicted,
