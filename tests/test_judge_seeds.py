@@ -109,6 +109,36 @@ def test_a_role_swap_is_contradicted(verifier: Verifier) -> None:
     )
 
 
+def test_a_comparison_told_the_other_way_round_backs_nothing(verifier: Verifier) -> None:
+    # The model reads the swapped comparison as entailment (0.89 with the page's topic); the
+    # comparison swap (role_swap, a conflict that rules support out) is what stops it.
+    abstract = (
+        "We compared the safety of apixaban with warfarin in a cohort of 71,300 patients with atrial "
+        "fibrillation. Apixaban was associated with significantly fewer major bleeding events than warfarin "
+        "(HR 0.62, 95% CI 0.56-0.69). Rates of ischaemic stroke were similar between the two drugs."
+    )
+    claim = (
+        "In patients with atrial fibrillation, warfarin was associated with fewer major bleeding events than apixaban."
+    )
+    assert _check(verifier, claim, abstract)[0] != Label.supported
+
+
+def test_another_follow_up_contradicts_the_claims(verifier: Verifier) -> None:
+    # The follow-up sentence says little else of the claim; the same words before another value
+    # ("a median follow-up of", a number conflict) are what make it a contradiction: without them
+    # this reads not_found.
+    abstract = (
+        "We studied 6,200 adults aged 40 years and older who wore an accelerometer for a week. Over a median "
+        "follow-up of 5.2 years, 1,012 deaths occurred. Taking at least 7,000 steps per day was associated with "
+        "a 50% to 70% lower risk of death."
+    )
+    claim = "Over a median follow-up of 10 years, adults who took at least 7,000 steps a day had lower mortality."
+    assert _check(verifier, claim, abstract) == (
+        Label.contradicted,
+        "Over a median follow-up of 5.2 years, 1,012 deaths occurred.",
+    )
+
+
 def test_brad_pitt_is_anti_cited_by_the_cast_list(verifier: Verifier) -> None:
     # The cast sentence read with the claim restated ("It starred Leonardo DiCaprio and Kate Winslet")
     # is what says it: without the restatement (name_restated) this reads not_found.

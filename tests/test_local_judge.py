@@ -448,6 +448,66 @@ def test_two_names_joined_the_other_way_round_are_a_role_swap() -> None:
     assert checks.role_swap("Italy defeated Spain.", "Spain was defeated by Italy.") is None  # a passive restatement
 
 
+WARFARIN = "Warfarin was associated with fewer major bleeding events than apixaban in atrial fibrillation."
+
+
+def test_a_comparison_told_the_other_way_round_is_a_role_swap() -> None:
+    apixaban = "Apixaban was associated with significantly fewer major bleeding events than warfarin (HR 0.62)."
+    assert checks.compared_swap(WARFARIN, apixaban) == ("warfarin", "apixaban")
+    assert checks.role_swap(WARFARIN, apixaban) == ("warfarin", "apixaban")  # lower case: the words need no capital
+    assert _features(WARFARIN, apixaban)["role_swap"] == 1.0
+    assert checks.compared_swap("The Nile is longer than the Amazon.", "The Amazon is longer than the Nile.") == (
+        "nile",
+        "amazon",
+    )
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        "Apixaban was associated with more major bleeding events than warfarin.",  # the same, from the other side
+        "Warfarin was associated with fewer major bleeding events than apixaban (HR 0.62).",  # the same
+        "Warfarin was associated with fewer major bleeding events than placebo.",  # compared with something else
+        "Apixaban was associated with fewer strokes than warfarin.",  # too little of the claim
+        "Apixaban and warfarin were compared in atrial fibrillation.",  # nothing compared
+    ],
+)
+def test_a_comparison_the_same_way_or_with_another_thing_is_no_swap(evidence: str) -> None:
+    assert checks.compared_swap(WARFARIN, evidence) is None
+
+
+FOLLOW_UP = "Over a median follow-up of 10 years, adults who took at least 7,000 steps a day had lower mortality."
+
+
+def test_another_value_after_the_same_words_is_a_number_conflict() -> None:
+    # The sentence says little else of the claim (its steps and mortality), but "a median follow-up
+    # of" measures the same thing in both: 5.2 years is not 10.
+    evidence = "Over a median follow-up of 5.2 years, 1,012 deaths occurred."
+    ours, theirs = checks.conflicting_quantity(FOLLOW_UP, evidence) or (None, None)
+    assert ours is not None and theirs is not None
+    assert checks.overlap_without(FOLLOW_UP, ours.raw, evidence) < 0.5
+    assert checks.same_measure(FOLLOW_UP, ours, evidence, theirs)
+    assert _features(FOLLOW_UP, evidence)["number_conflict"] == 1.0
+
+
+def test_values_after_other_words_measure_other_things() -> None:
+    evidence = "Recruitment of the cohort took 5.2 years, and 1,012 deaths occurred."
+    ours, theirs = checks.conflicting_quantity(FOLLOW_UP, evidence) or (None, None)
+    assert ours is not None and theirs is not None
+    assert not checks.same_measure(FOLLOW_UP, ours, evidence, theirs)
+    assert _features(FOLLOW_UP, evidence)["number_conflict"] == 0.0
+    # One word before both ("the last") is a span of time, not a measure.
+    claim = "Volcanoes have had very little impact on the last 40 years of warming."
+    evidence = "Growing conditions were the worst of the last 600 years."
+    ours, theirs = checks.conflicting_quantity(claim, evidence) or (None, None)
+    assert ours is not None and theirs is not None
+    assert not checks.same_measure(claim, ours, evidence, theirs)
+
+
+def test_a_comparison_with_a_number_is_a_quantity_not_a_role() -> None:
+    assert checks.compared_swap("More than 200 people attended the match.", "More than 300 people attended.") is None
+
+
 # -- the decision's mechanics (a stub classifier) -----------------------------------------------
 
 
