@@ -263,6 +263,28 @@ def test_a_question_an_aim_or_a_supposition_asserts_nothing(claim: str, text: st
     assert checks.unasserted(claim, text) is unasserted
 
 
+def test_a_question_announced_at_length_asks_it() -> None:
+    asked = (
+        "This review will address the question: does intermittent fasting improve insulin sensitivity compared "
+        "with continuous energy restriction?"
+    )
+    assert checks.unasserted("Intermittent fasting improves insulin sensitivity.", asked)
+
+
+def test_what_a_page_asserts_leaves_out_its_questions_and_aims() -> None:
+    page = (
+        "Diarrhoea remains a leading cause of death in young children. This trial aims to determine whether "
+        "handwashing promotion with free soap reduces diarrhoea among children in urban slums. Eighty clusters "
+        "will be randomised."
+    )
+    asserted = checks.asserted_text(page)
+    assert "handwashing" not in asserted
+    assert asserted.startswith("Diarrhoea remains") and asserted.endswith("Eighty clusters will be randomised.")
+    assert checks.asserted_text("Handwashing reduced diarrhoea in 2019.") == "Handwashing reduced diarrhoea in 2019."
+    assert checks.speaks_of_aims("The trial aims to test whether handwashing reduces diarrhoea.")
+    assert not checks.speaks_of_aims("Handwashing reduced diarrhoea.")
+
+
 @pytest.mark.parametrize(
     ("claim", "evidence", "swap"),
     [

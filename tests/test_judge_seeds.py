@@ -139,6 +139,39 @@ def test_another_follow_up_contradicts_the_claims(verifier: Verifier) -> None:
     )
 
 
+PROTOCOL = (
+    "Diarrhoeal disease remains a leading cause of death in children under five in low-income settings. "
+    "This protocol describes a cluster-randomised controlled trial that aims to determine whether "
+    "handwashing promotion combined with free soap distribution reduces the incidence of diarrhoea among "
+    "children under five living in urban informal settlements. Eighty neighbourhood clusters will be "
+    "randomised 1:1 to the intervention or to usual practice. The primary outcome is caregiver-reported "
+    "diarrhoea prevalence over 12 months, measured by fortnightly household visits. Secondary outcomes "
+    "include observed handwashing behaviour and child growth. Recruitment began in 2023."
+)
+PROTOCOL_TITLE = (
+    "Handwashing promotion with free soap and childhood diarrhoea in urban informal settlements: protocol for a "
+    "cluster-randomised trial"
+)
+HANDWASHING = "Handwashing promotion with free soap reduced diarrhoea among young children in urban slums."
+
+
+def test_a_trial_protocols_aim_backs_no_finding(verifier: Verifier) -> None:
+    # Nothing on the page reads as entailing the claim, but it says most of the claim's words (in its
+    # aim): the classifier read that as support (0.69). Only what the page asserts counts (only_asked).
+    assert _check(verifier, HANDWASHING, PROTOCOL, PROTOCOL_TITLE) == (
+        Label.not_found,
+        None,
+    )
+
+
+def test_a_trial_that_reports_its_finding_backs_it(verifier: Verifier) -> None:
+    found = PROTOCOL.replace(
+        "Recruitment began in 2023.",
+        "Handwashing promotion with free soap reduced diarrhoea among young children in urban slums by 30%.",
+    )
+    assert _check(verifier, HANDWASHING, found, PROTOCOL_TITLE)[0] == Label.supported
+
+
 def test_brad_pitt_is_anti_cited_by_the_cast_list(verifier: Verifier) -> None:
     # The cast sentence read with the claim restated ("It starred Leonardo DiCaprio and Kate Winslet")
     # is what says it: without the restatement (name_restated) this reads not_found.

@@ -1166,14 +1166,16 @@ _ANSWER = re.compile(
 )
 """An answer that follows a question ("Yes,", "Studies show it does"): the question is answered."""
 _QUESTION = re.compile(
-    r"^\W*(?:[A-Za-z][\w ]{0,20}:\s*)?(?:(?:but|and|so|yet|then|or)\s+|(?:in|among|for)\s+[^,?]{1,60},\s*"
+    r"^\W*(?:[A-Za-z][\w ]{0,20}:\s*|[^?:]{0,80}\bquestions?\s*:\s*)?(?:(?:but|and|so|yet|then|or)\s+"
+    r"|(?:in|among|for)\s+[^,?]{1,60},\s*"
     r"(?=(?:does|do|did|is|are|can|could|should|will|would|has|have|may|might)\b))?"
     r"(?!did\s+you\s+know\b|who\s+(?:could|can)\s+(?:forget|deny)\b)(?:does|do|did|is|are|was|were|am|can|could"
     r"|should|shall|will|would|has"
     r"|have|had|may|might|must|how|what|why|when|where|which|who|whom|whose)\b[^?]*\?\W*$",
     re.IGNORECASE,
 )
-"""A sentence that asks ("Does X improve Y?", "Question: Can ...?"); one that ends in a title with a
+"""A sentence that asks ("Does X improve Y?", "Question: Can ...?", "This review will address the
+question: does X improve Y?"); one that ends in a title with a
 question mark ("... in the film Dude, Where's My Car?") does not."""
 _SPEAKS_OF_AIMS = re.compile(
     r"\?\W*$|\b(?:aims?|aimed|goals?|purpose|objectives?|intend\w*|hypothes\w*|whether|suggest\w*|propos\w*"
@@ -1232,6 +1234,24 @@ def unasserted(claim: str, text: str) -> bool:
     rest.append(text[pos:])
     said_inside, said_outside = overlap(claim, inside), overlap(claim, " ".join(rest))
     return said_inside > said_outside and said_outside < 0.5
+
+
+@_Memoised
+def asserted_text(text: str) -> str:
+    """``text`` without the spans that only ask, aim at or suppose something (those
+    :func:`unasserted` reads): what it asserts."""
+    kept, pos = [], 0
+    for start, end in _unasserted_spans(text):
+        kept.append(text[pos:start])
+        pos = end
+    kept.append(text[pos:])
+    return " ".join(kept)
+
+
+def speaks_of_aims(claim: str) -> bool:
+    """Whether the claim itself is about an aim, a question or a supposition ("The programme aims to
+    ..."): an aim on the page is then what backs it."""
+    return _SPEAKS_OF_AIMS.search(claim) is not None
 
 
 # -- antonyms --------------------------------------------------------------------

@@ -74,6 +74,31 @@ def withheld_support(x: np.ndarray) -> np.ndarray:
     return np.asarray((read >= SURE_CONTRADICTION) & about & (rows[:, _SUPPORT_READ] < read - SURER_BY))
 
 
+ASKED_ENTAILMENT = 0.5
+"""A page whose claim words are those of its questions and aims backs the claim only where the
+model reads something on it as entailing the claim at least this surely (:func:`only_asked`)."""
+
+
+def only_asked(scored: Scored) -> bool:
+    """Whether the page says the claim's words only where it asks about them or aims at them: its
+    passages hold at least half of the claim's content words, less than half once their questions,
+    aims and suppositions are left out (:func:`~guardrail.judges._checks.asserted_text`), and nothing
+    on it reads as entailing the claim at :data:`ASKED_ENTAILMENT` (aims read neutral). "This trial
+    aims to determine whether handwashing promotion reduces diarrhoea" beside its methods is such a
+    page: the classifier, which weighs how much of the claim a page says, read it as support
+    (0.69). A claim about an aim is backed by one (:func:`~guardrail.judges._checks.speaks_of_aims`).
+    Not modelled by the fitting (``training.fit_decision``): on the recorded fit, tune and eval
+    parts it withholds no ``supported``."""
+    claim = scored.claim
+    if checks.speaks_of_aims(claim):
+        return False
+    if checks.overlap(claim, " ".join(scored.passages)) < 0.5:
+        return False
+    if checks.overlap(claim, " ".join(checks.asserted_text(p) for p in scored.passages)) >= 0.5:
+        return False
+    return max((float(c.probs[ENT]) for c in scored.readings()), default=0.0) < ASKED_ENTAILMENT
+
+
 def support_conflicts(x: np.ndarray) -> np.ndarray:
     """Whether the sentence a request's support rests on states something else in the claim's place
     (one flag per feature row). The one rule kept beside the classifier, because it is certain: a
@@ -323,6 +348,8 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
             evidence_quote=scored.units[contra.index].text,
             confidence=model.confidence(NF, 1.0 - p_support),
         )
+    if support is not None and p_support >= model.support_threshold and only_asked(scored):
+        return JudgeVerdict(label="not_found", confidence=model.confidence(NF, 1.0 - p_support))
     if support is not None and p_support >= model.support_threshold:
         parts = [part for part, _ in scored.parts] if split else None
         quote, context = _support_quote(scored, support)
