@@ -172,6 +172,30 @@ def test_a_trial_that_reports_its_finding_backs_it(verifier: Verifier) -> None:
     assert _check(verifier, HANDWASHING, found, PROTOCOL_TITLE)[0] == Label.supported
 
 
+NEST_BOXES = (
+    "Providing artificial nest sites is a common conservation measure for cavity-nesting birds. We "
+    "installed nest boxes on 30 randomly selected farms in an agricultural region, with 30 matched farms "
+    "serving as controls, and monitored breeding pairs of Eurasian tree sparrows for four years. Although "
+    "41% of boxes were occupied by the second year, breeding density of tree sparrows did not differ "
+    "between farms with and without boxes (mean 3.1 vs 3.0 pairs per 10 ha; p = 0.84). Birds appeared to "
+    "switch from natural cavities to boxes rather than new pairs settling. Nest boxes alone are unlikely "
+    "to increase populations where food rather than nest sites limits breeding."
+)
+NEST_BOXES_TITLE = (
+    "Do nest boxes increase breeding populations of Eurasian tree sparrows on farmland? A controlled field experiment"
+)
+
+
+def test_a_null_result_on_the_page_withholds_the_support_of_its_methods(verifier: Verifier) -> None:
+    # A window of the methods ("We installed nest boxes ... and monitored breeding pairs") reads as
+    # support (0.83) and the classifier said supported (0.69); the sentence reporting no difference
+    # in breeding density, about the claim's subject, withholds it (_decision.denied_by).
+    claim = "Installing nest boxes increased the breeding density of tree sparrows on farms."
+    label, quote = _check(verifier, claim, NEST_BOXES, NEST_BOXES_TITLE)
+    assert label == Label.not_found
+    assert quote is not None and quote.startswith("Although 41% of boxes were occupied")
+
+
 def test_brad_pitt_is_anti_cited_by_the_cast_list(verifier: Verifier) -> None:
     # The cast sentence read with the claim restated ("It starred Leonardo DiCaprio and Kate Winslet")
     # is what says it: without the restatement (name_restated) this reads not_found.

@@ -29,7 +29,7 @@ import numpy as np
 from guardrail.core.schema import JudgeVerdict, Reason
 from guardrail.judges import _checks as checks
 from guardrail.judges._candidates import CON, ENT, Scored, as_read
-from guardrail.judges._features import REQUEST_FEATURES, Unit, request_features, units_of
+from guardrail.judges._features import REQUEST_FEATURES, UNIT_FEATURES, Unit, request_features, units_of
 from guardrail.judges.local_config import LocalJudgeConfig
 
 log = logging.getLogger("guardrail.judges.decision")
@@ -72,6 +72,23 @@ def withheld_support(x: np.ndarray) -> np.ndarray:
     read = rows[:, _CONTRA_READ].min(axis=1)
     about = rows[:, _CONTRA_ABOUT].max(axis=1) > 0.5
     return np.asarray((read >= SURE_CONTRADICTION) & about & (rows[:, _SUPPORT_READ] < read - SURER_BY))
+
+
+_ABOUT_CONFLICT = UNIT_FEATURES.index("conflict_about_subject")
+
+
+def denied_by(scored: Scored, units: list[Unit]) -> Unit | None:
+    """The sentence read that denies the claim's effect or reports that a study found none
+    (:func:`~guardrail.judges._checks.says_otherwise`: "breeding density did not differ between
+    farms with and without boxes" for "Installing nest boxes increased the breeding density"),
+    about the claim's subject; None where no sentence read does. Such a page backs the claim with no
+    other sentence: a window of its methods read as support (0.83) beside it said ``supported``.
+    Whether the page contradicts the claim stays the classifier's to say. Not modelled by the
+    fitting: on the recorded fit, tune and eval parts it withholds no ``supported``."""
+    for unit in units:
+        if unit.features[_ABOUT_CONFLICT] > 0.5 and checks.says_otherwise(scored.claim, scored.units[unit.index].text):
+            return unit
+    return None
 
 
 ASKED_ENTAILMENT = 0.5
@@ -252,20 +269,29 @@ def load_decision(model_dir: Path, rounds: int = 2) -> DecisionModel:
 def probabilities(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Unit | None, Unit | None]:
     """The label probabilities of a scored request, with its most supporting and most contradicting
     sentence; a support that :func:`support_conflicts` rules out is returned as None."""
-    p, support, contra, _, _ = _read(scored, model)
+    p, support, contra, *_ = _read(scored, model)
     return p, support, contra
 
 
-def _read(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Unit | None, Unit | None, float, bool]:
-    """:func:`probabilities`, the request's contradiction threshold and whether its support is
-    withheld (:func:`withheld_support`)."""
+def _read(
+    scored: Scored, model: DecisionModel
+) -> tuple[np.ndarray, Unit | None, Unit | None, float, bool, Unit | None]:
+    """:func:`probabilities`, the request's contradiction threshold, whether its support is
+    withheld (:func:`withheld_support`) and the sentence that denies the claim (:func:`denied_by`)."""
     units = units_of(scored)
     x, support, contra = request_features(scored, units)
     p = model.probabilities(x)
     if support is not None and bool(support_conflicts(x)[0]):
         support = None
         p = rule_out_support(p)
-    return p, support, contra, float(model.contradiction_bar(x)[0]), bool(withheld_support(x)[0])
+    return (
+        p,
+        support,
+        contra,
+        float(model.contradiction_bar(x)[0]),
+        bool(withheld_support(x)[0]),
+        denied_by(scored, units),
+    )
 
 
 def rule_out_support(p: np.ndarray) -> np.ndarray:
@@ -284,7 +310,7 @@ def settled(scored: Scored, model: DecisionModel, config: LocalJudgeConfig, sett
     probable as ``config.settle`` (or the request's higher ``settle_at``), or neither is as probable
     as ``config.settle_none`` (nothing there bears on the claim). A request between the two is read
     further: the second round may find what backs it."""
-    p, support, _, contra_bar, _ = _read(scored, model)
+    p, support, _, contra_bar, *_ = _read(scored, model)
     if max(p[SUP], p[CONTRA]) < config.settle_none:
         return True
     bar = max(config.settle, settle_at or 0.0)
@@ -332,7 +358,7 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
     """The verdict for one scored request: its label, calibrated confidence, quote and parts."""
     if scored.reason is not None:
         return JudgeVerdict(label="not_found", confidence=1.0, reason=scored.reason)
-    p, support, contra, contra_bar, withheld = _read(scored, model)
+    p, support, contra, contra_bar, withheld, denier = _read(scored, model)
     split = len(scored.parts) > 1
     p_support = float(p[SUP])  # 0 where support was ruled out
     if contra is not None and p[CONTRA] >= contra_bar and p[CONTRA] >= p_support:
@@ -346,6 +372,13 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
             label="not_found",
             reason=Reason.conflicting_evidence.value,
             evidence_quote=scored.units[contra.index].text,
+            confidence=model.confidence(NF, 1.0 - p_support),
+        )
+    if support is not None and p_support >= model.support_threshold and denier is not None:
+        return JudgeVerdict(
+            label="not_found",
+            reason=Reason.conflicting_evidence.value,
+            evidence_quote=scored.units[denier.index].text,
             confidence=model.confidence(NF, 1.0 - p_support),
         )
     if support is not None and p_support >= model.support_threshold and only_asked(scored):
