@@ -535,26 +535,6 @@ _FAR = 1.5
 """How many times larger (or smaller) a value must be to be at odds with a rounded claim's."""
 
 
-def _measured_by(text: str, quantity: Quantity, n: int = 3) -> frozenset[str]:
-    """The content words among the ``n`` words before ``quantity`` in ``text`` (what it measures:
-    "median follow-up" for "a median follow-up of 10 years"); empty where it is not found."""
-    number = quantity.raw.split()[0].replace(",", "")
-    words = _WORD.findall(matchable(text))
-    for i, word in enumerate(words):
-        if word.replace(",", "") == number:
-            return frozenset(_stem(w.lower()) for w in words[max(0, i - n) : i] if w.lower() not in STOPWORDS)
-    return frozenset()
-
-
-def same_measure(claim: str, ours: Quantity, evidence: str, theirs: Quantity) -> bool:
-    """Whether two values of one unit measure the same thing by the words right before them ("a
-    median follow-up of 10 years" and "a median follow-up of 5.2 years"), however little else of
-    the claim the evidence says. One word is not enough: "the last 40 years" and "the last 600
-    years" are two spans of time, not two values of one."""
-    before = _measured_by(claim, ours)
-    return len(before) >= 2 and before == _measured_by(evidence, theirs)
-
-
 def _ratio(a: float, b: float) -> float:
     low, high = sorted((abs(a), abs(b)))
     return math.inf if low == 0 else high / low
@@ -1750,49 +1730,61 @@ def role_swap(claim: str, evidence: str) -> tuple[str, str] | None:
     return compared_swap(claim, evidence)
 
 
-_MORE_WORDS = (
-    "more greater higher larger bigger longer faster older later stronger heavier richer taller wider deeper "
-    "hotter warmer better"
+_COMPARATIVE_WORDS = (
+    "more greater higher larger bigger longer faster older later stronger heavier richer taller wider deeper hotter "
+    "warmer better fewer less lower smaller shorter slower younger earlier weaker lighter cheaper poorer narrower "
+    "shallower colder cooler worse"
 )
-_LESS_WORDS = (
-    "fewer less lower smaller shorter slower younger earlier weaker lighter cheaper poorer narrower shallower "
-    "colder cooler worse"
-)
-_COMPARATIVES: dict[str, int] = {**{w: 1 for w in _MORE_WORDS.split()}, **{w: -1 for w in _LESS_WORDS.split()}}
-"""Comparison words and which way they compare (+1 more of it, -1 less)."""
+_COMPARATIVES = frozenset(_COMPARATIVE_WORDS.split())
+"""Comparison words ("fewer ... than", "more ... than")."""
 _COMPARISON = re.compile(
-    r"\b(" + "|".join(_COMPARATIVES) + r")\b((?:\s+[\w'\-]+){0,5}?)\s+than\s+(?![\d$€£])", re.IGNORECASE
+    r"\b(" + "|".join(sorted(_COMPARATIVES)) + r")\b((?:\s+[\w'\-]+){0,5}?)\s+than\s+(?![\d$€£])", re.IGNORECASE
 )
+_CLAUSE = re.compile(r"[;:(),]|\s(?:but|whereas|while|although|though)\s", re.IGNORECASE)
+"""Where one comparison's clause ends and another's may begin."""
 
 
-def _comparison(text: str) -> tuple[int, int, frozenset[str], str] | None:
-    """The first comparison of ``text`` ("fewer major bleeding events than apixaban"): where its
-    comparison word starts, which way it compares, the content words before it (what is compared)
-    and the first content word after "than" (what it is compared with); None where the text
-    compares nothing, or compares with a number ("more than 200 people")."""
-    m = _COMPARISON.search(text)
-    anchor = _than_anchor(text[m.start() :]) if m else ()
-    if m is None or not anchor:
-        return None
-    return m.start(), _COMPARATIVES[m.group(1).lower()], content_words(text[: m.start()]), _stem(anchor[0])
+@dataclass(frozen=True)
+class _Compared:
+    word: str  # the comparison word, lower case
+    subject: frozenset[str]  # content words of its clause before the comparison word (what is compared)
+    other: str  # the first content word after "than" (what it is compared with), stemmed
+    words: frozenset[str]  # all content words of its clause
+
+
+def _comparisons(text: str) -> list[_Compared]:
+    """Every comparison of ``text``, clause by clause ("fewer major bleeding events than apixaban");
+    a comparison with a number ("more than 200 people") is a quantity, not one."""
+    out = []
+    for clause in _CLAUSE.split(text):
+        for m in _COMPARISON.finditer(clause):
+            anchor = _than_anchor(clause[m.start() :])
+            if anchor:
+                subject = content_words(clause[: m.start()])
+                out.append(_Compared(m.group(1).lower(), subject, _stem(anchor[0]), content_words(clause)))
+    return out
 
 
 def compared_swap(claim: str, evidence: str) -> tuple[str, str] | None:
-    """The two things a comparison puts the other way round: ("warfarin", "apixaban") for
-    "Warfarin was associated with fewer bleeding events than apixaban." against "Apixaban was
-    associated with significantly fewer bleeding events than warfarin." (the same way, "more" and
-    "higher" alike, with each one's place taken by the other), where the evidence says at least
-    half of the claim's words. Told from the other side ("Apixaban ... more bleeding events than
-    warfarin") it is the same comparison, and None, as where nothing is compared."""
-    ours, theirs = _comparison(claim), _comparison(evidence)
-    if ours is None or theirs is None or overlap(claim, evidence) < 0.5:
+    """The two things a comparison puts the other way round, lower case: ("warfarin", "apixaban")
+    for "Warfarin was associated with fewer bleeding events than apixaban." against "Apixaban was
+    associated with significantly fewer bleeding events than warfarin.": a clause of the evidence
+    holds every content word of the claim's comparison clause, with the same comparison word and
+    each thing in the other's place. Told from the other side ("Apixaban ... more bleeding events
+    than warfarin", "more slowly" for "more quickly"), a clause that also says it the claim's way
+    ("Warfarin is cheaper than apixaban, but apixaban caused fewer strokes than warfarin") or one
+    that leaves a word out ("Women are more likely than men to attempt suicide" for "Men are more
+    likely than women to die by suicide"): None."""
+    theirs = _comparisons(evidence)
+    if not theirs:
         return None
-    _, our_way, our_subject, our_other = ours
-    _, their_way, their_subject, their_other = theirs
-    if our_way != their_way or our_other == their_other:
-        return None
-    if our_other in their_subject and their_other in our_subject:
-        return their_other, our_other
+    for ours in _comparisons(claim):
+        same = [c for c in theirs if c.word == ours.word and ours.words <= c.words]
+        if any(c.other == ours.other for c in same):
+            continue  # the evidence also compares them the claim's way
+        for c in same:
+            if c.other != ours.other and ours.other in c.subject and c.other in ours.subject:
+                return c.other, ours.other
     return None
 
 

@@ -111,12 +111,7 @@ def conflicts_of(claim: str, text: str, referent: str = "") -> tuple[bool, bool,
     "became the second woman") is what the denial says, or something else."""
     said = f"{referent} {text}" if referent else text
     quantity = checks.conflicting_quantity(claim, text)
-    # Another value of what the claim measures: the rest of the claim said around it, or the same
-    # words right before both values ("a median follow-up of 5.2 years" for "of 10 years").
-    number = quantity is not None and (
-        checks.overlap_without(claim, quantity[0].raw, said) >= 0.5
-        or checks.same_measure(claim, quantity[0], text, quantity[1])
-    )
+    number = quantity is not None and checks.overlap_without(claim, quantity[0].raw, said) >= 0.5
     year_hit = checks.conflicting_year(claim, text)
     year = year_hit is not None and checks.overlap_without(claim, year_hit[0].raw, said) >= 0.5
     name_hit = checks.substituted_entity(claim, text)
