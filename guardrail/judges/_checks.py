@@ -1206,13 +1206,7 @@ def unasserted(claim: str, text: str) -> bool:
     if not spans or _SPEAKS_OF_AIMS.search(claim):
         return False
     inside = " ".join(text[start:end] for start, end in spans)
-    rest: list[str] = []
-    pos = 0
-    for start, end in spans:
-        rest.append(text[pos:start])
-        pos = end
-    rest.append(text[pos:])
-    said_inside, said_outside = overlap(claim, inside), overlap(claim, " ".join(rest))
+    said_inside, said_outside = overlap(claim, inside), overlap(claim, asserted_text(text))
     return said_inside > said_outside and said_outside < 0.5
 
 

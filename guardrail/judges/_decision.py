@@ -273,25 +273,16 @@ def probabilities(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Uni
     return p, support, contra
 
 
-def _read(
-    scored: Scored, model: DecisionModel
-) -> tuple[np.ndarray, Unit | None, Unit | None, float, bool, Unit | None]:
+def _read(scored: Scored, model: DecisionModel) -> tuple[np.ndarray, Unit | None, Unit | None, float, bool, list[Unit]]:
     """:func:`probabilities`, the request's contradiction threshold, whether its support is
-    withheld (:func:`withheld_support`) and the sentence that denies the claim (:func:`denied_by`)."""
+    withheld (:func:`withheld_support`) and the sentences read, with their features."""
     units = units_of(scored)
     x, support, contra = request_features(scored, units)
     p = model.probabilities(x)
     if support is not None and bool(support_conflicts(x)[0]):
         support = None
         p = rule_out_support(p)
-    return (
-        p,
-        support,
-        contra,
-        float(model.contradiction_bar(x)[0]),
-        bool(withheld_support(x)[0]),
-        denied_by(scored, units),
-    )
+    return p, support, contra, float(model.contradiction_bar(x)[0]), bool(withheld_support(x)[0]), units
 
 
 def rule_out_support(p: np.ndarray) -> np.ndarray:
@@ -358,7 +349,7 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
     """The verdict for one scored request: its label, calibrated confidence, quote and parts."""
     if scored.reason is not None:
         return JudgeVerdict(label="not_found", confidence=1.0, reason=scored.reason)
-    p, support, contra, contra_bar, withheld, denier = _read(scored, model)
+    p, support, contra, contra_bar, withheld, units = _read(scored, model)
     split = len(scored.parts) > 1
     p_support = float(p[SUP])  # 0 where support was ruled out
     if contra is not None and p[CONTRA] >= contra_bar and p[CONTRA] >= p_support:
@@ -367,23 +358,19 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
             evidence_quote=scored.units[contra.index].text,
             confidence=model.confidence(CONTRA, float(p[CONTRA])),
         )
-    if support is not None and p_support >= model.support_threshold and contra is not None and withheld:
-        return JudgeVerdict(
-            label="not_found",
-            reason=Reason.conflicting_evidence.value,
-            evidence_quote=scored.units[contra.index].text,
-            confidence=model.confidence(NF, 1.0 - p_support),
-        )
-    if support is not None and p_support >= model.support_threshold and denier is not None:
-        return JudgeVerdict(
-            label="not_found",
-            reason=Reason.conflicting_evidence.value,
-            evidence_quote=scored.units[denier.index].text,
-            confidence=model.confidence(NF, 1.0 - p_support),
-        )
-    if support is not None and p_support >= model.support_threshold and only_asked(scored):
-        return JudgeVerdict(label="not_found", confidence=model.confidence(NF, 1.0 - p_support))
     if support is not None and p_support >= model.support_threshold:
+        # A support the page itself takes back: it also says otherwise about the claim's subject
+        # (withheld_support, denied_by), or it only asks about the claim (only_asked).
+        otherwise = contra if contra is not None and withheld else denied_by(scored, units)
+        if otherwise is not None:
+            return JudgeVerdict(
+                label="not_found",
+                reason=Reason.conflicting_evidence.value,
+                evidence_quote=scored.units[otherwise.index].text,
+                confidence=model.confidence(NF, 1.0 - p_support),
+            )
+        if only_asked(scored):
+            return JudgeVerdict(label="not_found", confidence=model.confidence(NF, 1.0 - p_support))
         parts = [part for part, _ in scored.parts] if split else None
         quote, context = _support_quote(scored, support)
         return JudgeVerdict(
