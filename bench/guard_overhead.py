@@ -283,18 +283,19 @@ def pick_judge(args: argparse.Namespace, tmp: Path) -> tuple[Any | None, str]:
         rounds=args.rounds or LocalJudgeConfig.rounds,
         backend=args.backend or LocalJudgeConfig.backend,
     )
+    quantize = quantize_choice(args)
     if args.judge_model:
         if not LocalJudge.available(args.judge_model):
             sys.exit(f"--judge-model {args.judge_model}: no config.json and weights there")
-        judge = LocalJudge(model_path=args.judge_model, config=config, quantize=quantize_choice(args))
+        judge = LocalJudge(model_path=args.judge_model, config=config, quantize=quantize)
         return judge, f"local judge, weights from {args.judge_model}{', int8' if judge.quantize else ''}"
     if LocalJudge.available():
-        judge = LocalJudge(config=config, quantize=quantize_choice(args))
+        judge = LocalJudge(config=config, quantize=quantize)
         return judge, f"local judge, shipped weights{', int8' if judge.quantize else ''}"
     if args.no_stand_in:
         return None, "none (the shipped judge weights are not installed; --no-stand-in)"
     return (
-        LocalJudge(model_path=stand_in_model(tmp / "stand-in"), config=config, quantize=quantize_choice(args)),
+        LocalJudge(model_path=stand_in_model(tmp / "stand-in"), config=config, quantize=quantize),
         "local judge code with an untrained stand-in model of the shipped architecture "
         "(all-MiniLM-L6-v2 + 3-label head): the shipped weights are not installed yet, so the "
         "latency is representative and the verdicts are not",
