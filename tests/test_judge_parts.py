@@ -511,6 +511,12 @@ def test_a_set_phrase_is_not_read_for_opposites() -> None:
         ("The company filed for bankruptcy in 2019.", "The company did not file for bankruptcy in 2019.", "file"),
         # Too little of the rest of the claim.
         ("Vitamin D reduces fractures in older women living at home.", "Calcium did not reduce fractures.", None),
+        # A statistic's abbreviation ("HR", "CI") names nothing: the sentence is still about the claim.
+        (
+            "Daily aspirin reduces the risk of dementia.",
+            "Aspirin did not reduce the risk of dementia, HR 0.96, 95% CI 0.80-1.15.",
+            "reduce",
+        ),
     ],
 )
 def test_a_sentence_that_denies_the_claims_word_is_a_denial(claim: str, sentence: str, denied: str | None) -> None:
@@ -721,6 +727,66 @@ def test_a_study_that_found_no_effect_says_otherwise_than_a_claimed_effect(
         (
             "Exercise improves mood.",
             "Mood scores rose in the exercise group, whereas mood did not change in the control group.",
+            None,
+        ),
+        # A study's bracketed statistics ("HR 0.96, 95% CI ...", "per additional cup") name nothing and
+        # add nothing; an abbreviated outcome ("AF") is the outcome.
+        (
+            "Daily low-dose aspirin reduced the risk of dementia in healthy older adults.",
+            "Low-dose aspirin had no significant effect on the risk of dementia (HR 0.96, 95% CI 0.80-1.15) or on "
+            "cognitive decline.",
+            "reduced",
+        ),
+        (
+            "Daily low-dose aspirin reduced the risk of dementia in healthy older adults.",
+            "Low-dose aspirin had no significant effect on the risk of stroke (HR 0.96, 95% CI 0.80-1.15), but it "
+            "reduced the risk of dementia.",
+            None,
+        ),
+        (
+            "Habitual coffee consumption increases the risk of developing atrial fibrillation.",
+            "After adjustment, coffee consumption was not associated with AF risk (HR per additional cup/day 0.99, "
+            "95% CI 0.96-1.02).",
+            "increases",
+        ),
+        # "no benefit in reducing": the gerund belongs to the null phrase; more null phrases.
+        (
+            "Vitamin C supplementation reduces the incidence of colds.",
+            "Vitamin C supplementation provided no benefit in reducing the incidence of colds.",
+            "reduces",
+        ),
+        (
+            "Ivermectin reduced hospital admissions in patients with COVID-19.",
+            "Ivermectin was ineffective at reducing hospital admissions in patients with COVID-19.",
+            "reduced",
+        ),
+        (
+            "Menu calorie labelling lowered the calories customers purchased.",
+            "Menu calorie labelling was not followed by a meaningful change in calories purchased.",
+            "lowered",
+        ),
+        (
+            "Studies have linked the MMR vaccine to autism in children.",
+            "There is no evidence of any link between the MMR vaccine and autism; large studies of children found no "
+            "such risk.",
+            "linked",
+        ),
+        # The words before the null phrase name the claim's treatment in other words; not a control, not
+        # another named treatment.
+        (
+            "Omega-3 fatty acid supplements reduced depressive symptoms in adults with major depression.",
+            "In the trial, adjunctive omega-3 supplementation did not improve depressive symptoms in adults with major "
+            "depression.",
+            "reduced",
+        ),
+        (
+            "Omega-3 fatty acid supplements reduced depressive symptoms in adults with major depression.",
+            "Placebo supplements did not improve depressive symptoms in adults with major depression.",
+            None,
+        ),
+        (
+            "Omega-3 fatty acid supplements reduced depressive symptoms in adults with major depression.",
+            "Vitamin D supplements did not improve depressive symptoms in adults with major depression.",
             None,
         ),
         # The claim's word or its direction stated beside the null result.

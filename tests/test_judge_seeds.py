@@ -180,6 +180,35 @@ def test_a_null_result_on_the_page_withholds_the_support_of_its_methods(verifier
     assert quote is not None and quote.startswith("Although 41% of boxes were occupied")
 
 
+ASPIRIN_TRIAL = (
+    "Aspirin has been thought to protect against dementia through its anti-inflammatory effects. In a "
+    "randomised, double-blind trial, 12,110 community-dwelling adults aged 70 years or older received 100 mg "
+    "aspirin daily or placebo. Over a median of 4.9 years, incident dementia occurred in 3.1% of the aspirin "
+    "group and 3.3% of the placebo group. Low-dose aspirin had no significant effect on the risk of dementia "
+    "(HR 0.96, 95% CI 0.80-1.15) or on cognitive decline."
+)
+
+
+def test_a_null_result_with_nothing_backing_the_claim_contradicts_it(verifier: Verifier) -> None:
+    # The model reads the null result as neutral (the classifier said not_found, 0.61); a sentence
+    # about the claim's subject that reports no effect where it claims one, on a page that backs it
+    # nowhere, is what a reader calls a contradiction (_decision.decide, denied_by).
+    claim = "Daily low-dose aspirin reduced the risk of dementia in healthy older adults."
+    label, quote = _check(verifier, claim, ASPIRIN_TRIAL, "Aspirin and dementia in older adults: a randomised trial")
+    assert label == Label.contradicted
+    assert quote is not None and quote.startswith("Low-dose aspirin had no significant effect")
+
+
+def test_a_null_result_on_another_outcome_leaves_the_finding_supported(verifier: Verifier) -> None:
+    page = (
+        "In people who had already had a heart attack, low-dose aspirin reduced the risk of a second heart "
+        "attack by about a quarter (HR 0.75, 95% CI 0.66-0.85). It had no significant effect on the risk of "
+        "dementia."
+    )
+    claim = "Low-dose aspirin reduced the risk of a second heart attack."
+    assert _check(verifier, claim, page)[0] == Label.supported
+
+
 def test_brad_pitt_is_anti_cited_by_the_cast_list(verifier: Verifier) -> None:
     # The cast sentence read with the claim restated ("It starred Leonardo DiCaprio and Kate Winslet")
     # is what says it: without the restatement (name_restated) this reads not_found.

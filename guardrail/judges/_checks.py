@@ -831,11 +831,30 @@ def _about_another(claim: str, sentence: str) -> bool:
     that it lacks where it names another ("the Oscar for Best Director" for "... Best Picture")."""
     if conflicting_quantity(claim, sentence) or conflicting_year(claim, sentence) or kind_swap(claim, sentence):
         return True
-    missing = [e for e in entities(claim) if not names_the_same(e, sentence)]
+    missing = [e for e in _plain_names(claim) if not names_the_same(e, sentence)]
     unlabelled = _SECTION_LABEL.sub("", sentence, count=1)  # "Results: ..." names no "Results"
     return bool(missing) and any(
-        not names_the_same(e, claim) and not _abbreviates(e, claim) for e in entities(unlabelled)
+        not names_the_same(e, claim) and not _abbreviates(e, claim) for e in _plain_names(unlabelled)
     )
+
+
+_STATISTICS = frozenset(
+    {"HR", "CI", "RR", "OR", "SD", "SE", "SEM", "IQR", "AOR", "AHR", "ARR", "RRR", "NNT", "NNH", "SMD", "MD", "WMD",
+     "IRR", "ICC", "AUC"}
+)  # fmt: skip
+"""Abbreviations of a statistic ("HR 0.96, 95% CI 0.80-1.15"): no names of anything a claim is about."""
+
+
+def opens_with(text: str, name: str) -> bool:
+    """Whether ``name`` is a single word opening ``text``: a capitalised word there is as often an
+    ordinary word ("Daily low-dose aspirin ...", "Habitual coffee consumption ...") as a name."""
+    opening = text.lstrip(" \t\n\"'“‘(*_")
+    return " " not in name and opening.startswith(name) and opening[len(name) : len(name) + 1] in (" ", ",")
+
+
+def _plain_names(text: str) -> list[str]:
+    """The :func:`entities` of ``text`` that are no statistic (:data:`_STATISTICS`)."""
+    return [e for e in entities(text) if e not in _STATISTICS]
 
 
 def _abbreviates(name: str, text: str) -> bool:
@@ -863,12 +882,17 @@ _EFFECT_WORDS = frozenset(_EFFECT_TEXT.split())
 words: "reduces", "higher"): what a study's null result says otherwise."""
 _NULL_RESULT = re.compile(
     r"\b(?:(?:did|does|do)\s+not\s+(?:\w+ly\s+)?(?:differ|change|improve|affect|alter|vary)"
+    r"|(?:did|does|do)\s+not\s+(?:lead\s+to|result\s+in)"
     r"|(?:was|were|is|are)\s+not\s+(?:\w+ly\s+)?(?:different|superior|better|associated|related|linked"
     r"|effective(?:\s+(?:in|at|for)\s+\w+ing)?)"
+    r"|(?:was|were|is|are|proved|proven)\s+ineffective"
+    r"|not\s+followed\s+by\s+(?:a|any)\s+(?:\w+\s+)?(?:change|reduction|decrease|increase|improvement|difference)"
+    r"|no\s+(?:\w+\s+)?evidence\s+(?:of|for)\s+(?:an?\s+|any\s+)?(?:\w+\s+)?"
+    r"(?:link|association|effect|benefit|relationship|connection)"
     r"|no\s+(?:\w+ly\s+(?:or\s+\w+ly\s+)?)?"
     r"(?:significant\s+|clinically\s+meaningful\s+|meaningful\s+|detectable\s+|measurable\s+)?"
-    r"(?:differences?|effects?|changes?|improvements?|benefits?|associations?|advantages?)\s+"
-    r"(?:in|on|of|for|between|with|over)\b"
+    r"(?:differences?|effects?|changes?|improvements?|benefits?|associations?|advantages?)"
+    r"(?:\s+(?:was|were)\s+(?:found|seen|observed|detected|shown))?(?=\s+(?:in|on|of|for|between|with|over)\b)"
     r"|(?:was|were|is|are)\s+no\s+(?:greater|better|higher|lower|more\s+effective)\s+than\b(?!\s*[$€£\d])"
     r"|failed\s+to\s+(?:\w+ly\s+)?(?:improve|reduce|lower|increase|raise|prevent|relieve|shorten|affect|change)"
     r"|(?:similar|comparable)\s+(?:in|between|across|among)\s+(?:the\s+)?(?:two\s+|three\s+|both\s+|all\s+)?"
@@ -877,7 +901,12 @@ _NULL_RESULT = re.compile(
 )
 """How a study says that it found no effect: "did not differ", "was not superior", "no significant
 difference in", "was no greater than" (not a bound: "no more than 200"), "failed to improve",
-"similar between groups"."""
+"similar between groups", "was ineffective", "did not lead to", "was not followed by a meaningful
+change", "no evidence of any link". The preposition after "no difference" is looked at, not taken:
+"no benefit in reducing colds" states no "reducing" (:data:`_PURPOSE`)."""
+_PARENTHESES = re.compile(r"\([^()]*\)")
+"""A bracketed aside: in a study's sentence, its statistics and abbreviations ("(HR 0.99 per additional
+cup/day, 95% CI 0.96-1.02)"), which are no part of what the sentence says."""
 _BASELINE = re.compile(
     r"\b(?:baseline|at\s+entry|at\s+enrol+ment|at\s+randomi[sz]ation|before\s+(?:treatment|randomi[sz]ation)"
     r"|before\s+(?:the\s+)?(?:[\w-]+\s+){0,3}(?:began|begun|started|opened|campaign|programme|program|intervention))\b",
@@ -953,8 +982,8 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
         or _EQUAL_CLAIM.search(claim)
         or _BASELINE.search(sentence)
         or _SUBGROUP.search(sentence)
-        or _NOT_THE_EFFECT.search(sentence)
-        or _about_another(claim, sentence)
+        or _NOT_THE_EFFECT.search(plain := _PARENTHESES.sub(" ", sentence))
+        or _about_another(claim, plain)
     ):
         return None
     tokens = _sentence_tokens(claim)
@@ -962,11 +991,11 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     effects = [t for t in words if t in _EFFECT_WORDS or t in _DIRECTION]
     # "Sodium reduction lowers ...": a noun of change names the subject; the verb after it is the effect.
     effect = next((t for t in effects if not t.endswith(_CHANGE_NOUN)), effects[0] if effects else None)
-    nulls = list(_NULL_RESULT.finditer(sentence))
+    nulls = list(_NULL_RESULT.finditer(plain))
     if effect is None or not nulls:
         return None
     # "failed to lower" does not state "lowers", nor "no more effective than sham in reducing" "reduces"
-    outside = _PURPOSE.sub(" ", _NULL_RESULT.sub(" ", sentence))
+    outside = _PURPOSE.sub(" ", _NULL_RESULT.sub(" ", plain))
     if any(_root(t) == _root(effect) for t in _sentence_tokens(outside)):
         return None
     at = tokens.index(effect)
@@ -979,14 +1008,15 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     named = bool(subject) and (
         2 * len(subject & said) >= len(subject)
         or any(_abbreviates(e, " ".join(tokens[:at])) for e in entities(sentence))
+        or any(_null_said_of(subject, claim, plain, m) for m in nulls)
     )
     if not (named or speaks_of_the_study(sentence)):
         return None
     rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != effect)
     if overlap(rest, sentence) < min_overlap:
         return None
-    clauses = [(m, _clause_around(sentence, m.start(), m.end())) for m in nulls]
-    rest_of_sentence = sentence
+    clauses = [(m, _clause_around(plain, m.start(), m.end())) for m in nulls]
+    rest_of_sentence = plain
     for _, clause in clauses:
         rest_of_sentence = rest_of_sentence.replace(clause, " ")
     sign = _DIRECTION.get(effect)
@@ -996,17 +1026,46 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
             continue  # "Sodium reduction failed to lower ...": the subject's own word, not a result
         if (sign is not None and _DIRECTION.get(t) == sign) or (good and _root(t) in _GOOD_WORDS):
             return None
+    outcome_text = " ".join(tokens[at + 1 :])
     for m, clause in clauses:
-        if _BY_SUBGROUP.match(sentence, m.end()) or _IN_CONTROL_ARM.search(clause):
+        if _BY_SUBGROUP.match(plain, m.end()) or _IN_CONTROL_ARM.search(clause):
             continue  # "did not differ by age group", "did not change in the control group"
         if any(_other_arms(subject, b) for b in _BETWEEN.finditer(clause)):
             continue  # "between aerobic and resistance exercise": two forms of the claim's subject
         said_here = {_root(t) for t in _sentence_tokens(clause)}
+        if any(_abbreviates(e, outcome_text) for e in entities(clause)):
+            said_here |= outcome  # "not associated with AF risk" for "the risk of atrial fibrillation"
         # Most of the outcome's words, or the last of three or more ("pain" of "chronic back pain"):
         # "rectal cancer" is not "colon cancer".
         if 2 * len(outcome & said_here) > len(outcome) or (len(outcome) >= 3 and head in said_here):
             return effect
     return None
+
+
+_NOT_A_SUBJECT = frozenset(
+    _root(w)
+    for w in (
+        "patient", "participant", "people", "person", "adult", "child", "children", "women", "men", "group",
+        "arm", "trial", "study", "use", "user", "treatment", "therapy", "intervention", "daily", "regular",
+        "high", "low", "dose",
+    )
+)  # fmt: skip
+"""Words of a claim's subject that name no treatment or exposure of their own ("patients", "daily")."""
+_CONTROL_WORDS = frozenset(_root(w) for w in ("placebo", "sham", "control", "comparison", "usual", "standard"))
+
+
+def _null_said_of(subject: set[str], claim: str, sentence: str, null: re.Match[str]) -> bool:
+    """Whether the words before a null result in its clause are the claim's subject in other words:
+    they hold a word of it that names the treatment or exposure ("Adjunctive omega-3
+    supplementation did not improve ..." for "Omega-3 fatty acid supplements ..."; "training failed
+    to improve ..." for "brain-training games"), no control ("placebo", "sham") and no name the claim
+    lacks ("Vitamin D supplements" for "Omega-3 supplements")."""
+    before = _clause_around(sentence, null.start(), null.end())
+    before = before[: max(0, before.find(null.group(0)))]
+    roots = {_root(t) for t in _sentence_tokens(before) if t.isalpha() and t not in STOPWORDS}
+    if not roots & (subject - _NOT_A_SUBJECT) or roots & _CONTROL_WORDS:
+        return False
+    return all(names_the_same(e, claim) or _abbreviates(e, claim) for e in _plain_names(before.strip()))
 
 
 def _outcome_words(after: Sequence[str]) -> list[str]:

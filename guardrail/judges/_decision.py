@@ -29,7 +29,7 @@ import numpy as np
 from guardrail.core.schema import JudgeVerdict, Reason
 from guardrail.judges import _checks as checks
 from guardrail.judges._candidates import CON, ENT, Scored, as_read
-from guardrail.judges._features import REQUEST_FEATURES, UNIT_FEATURES, Unit, request_features, units_of
+from guardrail.judges._features import REQUEST_FEATURES, UNIT_FEATURES, Unit, lead_name, request_features, units_of
 from guardrail.judges.local_config import LocalJudgeConfig
 
 log = logging.getLogger("guardrail.judges.decision")
@@ -82,11 +82,19 @@ def denied_by(scored: Scored, units: list[Unit]) -> Unit | None:
     (:func:`~guardrail.judges._checks.says_otherwise`: "breeding density did not differ between
     farms with and without boxes" for "Installing nest boxes increased the breeding density"),
     about the claim's subject; None where no sentence read does. Such a page backs the claim with no
-    other sentence: a window of its methods read as support (0.83) beside it said ``supported``.
-    Whether the page contradicts the claim stays the classifier's to say. Not modelled by the
-    fitting: on the recorded fit, tune and eval parts it withholds no ``supported``."""
+    other sentence: a window of its methods read as support (0.83) beside it said ``supported``
+    (:func:`decide` makes that ``not_found``, the page saying both). Where nothing on the page backs
+    the claim, the sentence contradicts it: the model reads a null result as neutral more often than
+    not. Not modelled by the fitting: on the recorded fit, tune and eval parts it fires on two
+    requests (FEVER-Symmetric, both refuted and already read ``contradicted``)."""
+    lead = lead_name(scored.claim)
+    # A claim whose only name is the capitalised word opening it ("Daily low-dose aspirin ...") may
+    # name nothing: a sentence without that word can still be about its subject, and
+    # says_otherwise's own subject test decides.
+    loose = lead is not None and checks.opens_with(scored.claim, lead)
     for unit in units:
-        if unit.features[_ABOUT_CONFLICT] > 0.5 and checks.says_otherwise(scored.claim, scored.units[unit.index].text):
+        about = loose or unit.features[_ABOUT_CONFLICT] > 0.5
+        if about and checks.says_otherwise(scored.claim, scored.units[unit.index].text):
             return unit
     return None
 
@@ -380,6 +388,17 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
             confidence=model.confidence(SUP, float(p[SUP])),
             supported_parts=parts,
             missing_parts=[] if split else None,
+        )
+    denier = denied_by(scored, units)
+    if denier is not None:
+        # Nothing on the page backs the claim and a sentence about its subject denies it or reports
+        # no effect where it claims one: a reader's contradiction, whatever the model's reading. It
+        # is as sure as a stated conflict at its threshold (its confidence there, at least).
+        stated = model.conflict_threshold if model.conflict_threshold is not None else contra_bar
+        return JudgeVerdict(
+            label="contradicted",
+            evidence_quote=scored.units[denier.index].text,
+            confidence=model.confidence(CONTRA, max(float(p[CONTRA]), stated)),
         )
     verdict = JudgeVerdict(label="not_found", confidence=model.confidence(NF, float(p[NF])))
     if split:

@@ -86,7 +86,7 @@ class Unit:
     contra_candidate: Candidate
 
 
-def _lead(claim: str) -> str | None:
+def lead_name(claim: str) -> str | None:
     """The name the claim is about (the last name of its subject, else a name opening it)."""
     lead = checks.entities(subject_of(claim))[-1:]
     if lead:
@@ -153,7 +153,7 @@ def unit_features(scored: Scored, index: int, readings: list[Candidate], parts: 
     contra_candidate = context or alone or window
     around = " ".join(x for x in (unit.topic, unit.previous, unit.text) if x)
     wide = window.text if windows else unit.text
-    lead = _lead(claim)
+    lead = lead_name(claim)
     named = lead is not None and checks.names_the_same(lead, unit.text)
     topic = topic_name(unit.topic) or ""
     in_topic = lead is not None and bool(topic) and checks.names_the_same(lead, topic)
