@@ -806,6 +806,32 @@ def test_a_null_result_must_be_the_claimed_effects(claim: str, sentence: str, wo
     assert checks.null_result(claim, sentence) == word
 
 
+COPD_CLAIM = "A twelve-week home exercise programme increased six-minute walk distance in people with COPD."
+COPD_RESULT = (
+    "Results: At 12 weeks, six-minute walk distance increased by 41 metres in the home exercise group versus "
+    "6 metres with usual care (difference 35 m, 95% CI 20 to 50; p<0.001)."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "names"),
+    [
+        # A section label ("Results") and a statistic ("CI") are no one in the place of the claim's "COPD".
+        (COPD_CLAIM, COPD_RESULT, None),
+        # Another person is, with a label and statistics around.
+        (
+            "The trial was led by Anna Berg in Oslo.",
+            "Results: The trial was led by Maria Lund in Oslo (HR 0.8, 95% CI 0.7-0.9).",
+            ("Anna Berg", "Maria Lund"),
+        ),
+    ],
+)
+def test_a_label_or_a_statistic_is_no_substituted_name(
+    claim: str, sentence: str, names: tuple[str, str] | None
+) -> None:
+    assert checks.substituted_entity(claim, sentence) == names
+
+
 @pytest.fixture(scope="module")
 def verifier() -> Verifier:
     class NoFetch:

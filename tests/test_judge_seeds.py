@@ -209,6 +209,18 @@ def test_a_null_result_on_another_outcome_leaves_the_finding_supported(verifier:
     assert _check(verifier, claim, page)[0] == Label.supported
 
 
+def test_a_trial_result_with_its_statistics_supports_the_finding(verifier: Verifier) -> None:
+    # "Results" and "CI" were read as names in the place of the claim's "COPD": the claim restated
+    # with them read as entailed (0.94), so the result that backs the claim "contradicted" it (0.75).
+    claim = "A twelve-week home exercise programme increased six-minute walk distance in people with COPD."
+    result = (
+        "Results: At 12 weeks, six-minute walk distance increased by 41 metres in the home exercise group "
+        "versus 6 metres with usual care (difference 35 m, 95% CI 20 to 50; p<0.001)."
+    )
+    page = f"Methods: 180 adults with COPD were randomised to a 12-week home exercise programme or usual care. {result}"
+    assert _check(verifier, claim, page, "Home exercise in COPD") == (Label.supported, result)
+
+
 def test_brad_pitt_is_anti_cited_by_the_cast_list(verifier: Verifier) -> None:
     # The cast sentence read with the claim restated ("It starred Leonardo DiCaprio and Kate Winslet")
     # is what says it: without the restatement (name_restated) this reads not_found.

@@ -832,9 +832,8 @@ def _about_another(claim: str, sentence: str) -> bool:
     if conflicting_quantity(claim, sentence) or conflicting_year(claim, sentence) or kind_swap(claim, sentence):
         return True
     missing = [e for e in _plain_names(claim) if not names_the_same(e, sentence)]
-    unlabelled = _SECTION_LABEL.sub("", sentence, count=1)  # "Results: ..." names no "Results"
     return bool(missing) and any(
-        not names_the_same(e, claim) and not _abbreviates(e, claim) for e in _plain_names(unlabelled)
+        not names_the_same(e, claim) and not _abbreviates(e, claim) for e in _plain_names(sentence)
     )
 
 
@@ -853,8 +852,9 @@ def opens_with(text: str, name: str) -> bool:
 
 
 def _plain_names(text: str) -> list[str]:
-    """The :func:`entities` of ``text`` that are no statistic (:data:`_STATISTICS`)."""
-    return [e for e in entities(text) if e not in _STATISTICS]
+    """The :func:`entities` of ``text`` that name something: not the label a structured abstract
+    opens a sentence with ("Results: ...") and no statistic (:data:`_STATISTICS`)."""
+    return [e for e in entities(_SECTION_LABEL.sub("", text, count=1)) if e not in _STATISTICS]
 
 
 def _abbreviates(name: str, text: str) -> bool:
@@ -1853,7 +1853,8 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
     if not missing:
         return None
     claim_words = _word_bag(claim)
-    extra = [e for e in entities(evidence) if not _entity_present(e, claim_words)]
+    # A section label ("Results: ") or a statistic ("95% CI 19 to 49") is no one in the claim's name's place.
+    extra = [e for e in _plain_names(evidence) if not _entity_present(e, claim_words)]
     for name in missing:
         multi = len(name.split()) > 1
         for other in extra:
