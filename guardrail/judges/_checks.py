@@ -844,10 +844,14 @@ _STATISTICS = frozenset(
 """Abbreviations of a statistic ("HR 0.96, 95% CI 0.80-1.15"): no names of anything a claim is about."""
 
 
+_OPENING_MARKS = " \t\n\"'“‘(*_"
+"""What may stand before a text's first word: spaces, quotes, a bracket, markdown emphasis."""
+
+
 def opens_with(text: str, name: str) -> bool:
     """Whether ``name`` is a single word opening ``text``: a capitalised word there is as often an
     ordinary word ("Daily low-dose aspirin ...", "Habitual coffee consumption ...") as a name."""
-    opening = text.lstrip(" \t\n\"'“‘(*_")
+    opening = text.lstrip(_OPENING_MARKS)
     return " " not in name and opening.startswith(name) and opening[len(name) : len(name) + 1] in (" ", ",")
 
 
@@ -1005,17 +1009,17 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     outcome = (outcome - _MEASURES) or outcome
     head = found[-1] if found and found[-1] in outcome else None
     said = {_root(t) for t in _sentence_tokens(sentence)}
+    clauses = [(m, _clause_around(plain, m.start(), m.end())) for m in nulls]
     named = bool(subject) and (
         2 * len(subject & said) >= len(subject)
         or any(_abbreviates(e, " ".join(tokens[:at])) for e in entities(sentence))
-        or any(_null_said_of(subject, claim, plain, m) for m in nulls)
+        or any(_null_said_of(subject, claim, clause, m) for m, clause in clauses)
     )
     if not (named or speaks_of_the_study(sentence)):
         return None
     rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != effect)
     if overlap(rest, sentence) < min_overlap:
         return None
-    clauses = [(m, _clause_around(plain, m.start(), m.end())) for m in nulls]
     rest_of_sentence = plain
     for _, clause in clauses:
         rest_of_sentence = rest_of_sentence.replace(clause, " ")
@@ -1054,14 +1058,13 @@ _NOT_A_SUBJECT = frozenset(
 _CONTROL_WORDS = frozenset(_root(w) for w in ("placebo", "sham", "control", "comparison", "usual", "standard"))
 
 
-def _null_said_of(subject: set[str], claim: str, sentence: str, null: re.Match[str]) -> bool:
-    """Whether the words before a null result in its clause are the claim's subject in other words:
+def _null_said_of(subject: set[str], claim: str, clause: str, null: re.Match[str]) -> bool:
+    """Whether the words before a null result in its ``clause`` are the claim's subject in other words:
     they hold a word of it that names the treatment or exposure ("Adjunctive omega-3
     supplementation did not improve ..." for "Omega-3 fatty acid supplements ..."; "training failed
     to improve ..." for "brain-training games"), no control ("placebo", "sham") and no name the claim
     lacks ("Vitamin D supplements" for "Omega-3 supplements")."""
-    before = _clause_around(sentence, null.start(), null.end())
-    before = before[: max(0, before.find(null.group(0)))]
+    before = clause[: max(0, clause.find(null.group(0)))]
     roots = {_root(t) for t in _sentence_tokens(before) if t.isalpha() and t not in STOPWORDS}
     if not roots & (subject - _NOT_A_SUBJECT) or roots & _CONTROL_WORDS:
         return False
@@ -1687,7 +1690,7 @@ _LEAD_INS = frozenset(
 def _is_lead_in(text: str, start: int, end: int) -> bool:
     """Whether the single capitalised word at ``start:end`` opens the text and is a common sentence
     adverb or opener ("Indeed, ...", "Notably, ...", "Put simply, ...") rather than a name."""
-    if text[:start].strip(" \t\n\"'“‘(*_"):
+    if text[:start].strip(_OPENING_MARKS):
         return False
     return text[start:end].lower() in _LEAD_INS
 
