@@ -17,9 +17,10 @@ refits it on all those rows and decides:
 * the hand-written cases of ``bench/hand_cases.py`` (wrong caught, wrong passed, right confirmed).
 
 Candidates: the shipped decision as it is (fitted on the features of its day), the logistic
-regression refitted on today's features, scikit-learn's ``HistGradientBoostingClassifier``, and
+regression refitted on today's features, scikit-learn's ``HistGradientBoostingClassifier``,
 ``GradientBoostingClassifier`` boosted from the logistic regression's own predictions (``init``),
-so that trees only correct the linear model where the rows say so. Printed and written to
+so that trees only correct the linear model where the rows say so, and the logistic regression
+with each weight held to its expected side (``training.fit_decision.expected_signs``). Printed and written to
 ``--out`` (.json, .md).
 """
 
@@ -108,6 +109,10 @@ def decided(predict: Predict, rows: Sequence[Any], thresholds: tuple[float, floa
     return fd.labels(p, fd._bar(rows, t_con, t_conflict), t_sup)
 
 
+SIGNED_C = 1.0
+"""The strength ``python -m training.fit_decision --signed`` chose by cross-validation (5 December)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry (see the module docstring)."""
     p = argparse.ArgumentParser(prog="python bench/decision_family.py", description=__doc__.split("\n")[0])
@@ -143,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "histogram gradient boosting (depth 2, 200 rounds)": hist_boosted(2, 200),
         f"gradient boosting from the logistic regression (depth 2, 100 rounds, C={c})": boosted_from_logistic(
             2, 100, c
+        ),
+        f"signed logistic regression, neutral readings left out (C={SIGNED_C})": fd.logistic_fitter(
+            SIGNED_C, signed=True
         ),
     }
     result: dict[str, Any] = {

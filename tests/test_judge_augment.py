@@ -172,6 +172,133 @@ def test_a_record_written_before_the_judges_modules_were_renamed_still_loads(tmp
     assert isinstance(loaded, _candidates.Candidate) and loaded.text == "Text."
 
 
+def test_written_pairs_become_tasks_and_a_malformed_one_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    import pytest
+
+    from training import fit_decision as fd
+
+    good = tmp_path / "pairs.json"
+    good.write_text(
+        json.dumps(
+            [
+                {
+                    "claim": "Aspirin cut strokes.",
+                    "page": "Strokes did not differ.",
+                    "title": "A trial",
+                    "gold": "contradicted",
+                },
+                {"claim": "Aspirin is cheap.", "page": "Aspirin is cheap.", "gold": "supported"},
+            ]
+        )
+    )
+    tasks = fd.written_tasks([good])
+    assert [(t.claim, t.evidence, t.gold, t.title) for t in tasks] == [
+        ("Aspirin cut strokes.", ["Strokes did not differ."], "contradicted", "A trial"),
+        ("Aspirin is cheap.", ["Aspirin is cheap."], "supported", None),
+    ]
+    digest = fd._files_digest([good])
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"claim": "x", "page": "y", "gold": "true"}]))
+    with pytest.raises(ValueError, match=r"bad\.json\[0\].*gold label"):
+        fd.written_tasks([good, bad])
+    bad.write_text(json.dumps({"claim": "x"}))
+    with pytest.raises(ValueError, match="JSON list"):
+        fd.written_tasks([bad])
+    # The cache key follows the files' contents: an edited file is recorded afresh.
+    good.write_text(good.read_text().replace("cheap", "dear"))
+    assert fd._files_digest([good]) != digest
+
+
+def test_written_pairs_weigh_as_the_edited_pairs_and_never_set_the_calibration() -> None:
+    import numpy as np
+
+    from training import fit_decision as fd
+
+    rows = [fd.Row("wice", 0, np.zeros(3), np.zeros(3)), fd.Row("wice", 2, np.zeros(3), np.zeros(3))]
+    rows += [fd.Row("written", 0, np.zeros(3), np.zeros(3)), fd.Row("written", 2, np.zeros(3), np.zeros(3))]
+    w = fd._weights(rows)
+    assert w[2] == w[3] and np.isclose(w[2] / w[0], fd.SYNTHETIC_WEIGHT)
+    assert "written" in fd.MADE_SETS and "synthetic" in fd.MADE_SETS
+
+
+def test_a_signed_decision_keeps_each_weight_on_its_side_and_fits_like_scikit_learn_when_free() -> None:
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from training import fit_decision as fd
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 3))
+    # Class 0 ("supported") rises with feature 0 and, by collinearity in these rows, with feature 1.
+    logits = np.column_stack([2 * x[:, 0] + 1.5 * x[:, 1], -2 * x[:, 0], np.zeros(600)])
+    y = np.asarray([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in logits])
+    w = np.ones(600)
+    free = fd.SignedLogistic(1.0, np.zeros((3, 2))).fit(x, y, w)
+    reference = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
+
+    def probs(model: object) -> np.ndarray:
+        z = x @ model.coef_.T + model.intercept_  # type: ignore[attr-defined]
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    assert np.abs(probs(free) - probs(reference)).max() < 0.05
+    assert free.coef_[0, 1] - free.coef_[2, 1] > 0.5  # freely, feature 1 raises support
+    signs = np.asarray([[1, -1], [-1, 0], [0, 0]])  # feature 1 may never raise support
+    held = fd.SignedLogistic(1.0, signs).fit(x, y, w)
+    assert held.coef_[0, 1] <= 1e-9 and held.coef_[0, 0] > 0.5 and held.coef_[1, 0] <= 1e-9
+    assert np.array_equal(held.coef_[2], np.zeros(3))  # not_found is the reference
+
+
+def test_every_decision_feature_a_reader_can_read_one_way_has_its_side() -> None:
+    from guardrail.judges._features import REQUEST_FEATURES
+    from training import fit_decision as fd
+
+    signs = dict(zip(REQUEST_FEATURES, map(tuple, fd.expected_signs(REQUEST_FEATURES)), strict=True))
+    assert signs["support_ent_context"] == (1, -1) and signs["max_ent"] == (1, -1)
+    assert signs["support_con_window"] == (-1, 1) and signs["contra_con_window"] == (-1, 1)
+    assert signs["support_number_missing"] == (-1, 0) and signs["page_lacks_a_number"] == (-1, 0)
+    assert signs["support_name_substituted"] == (-1, 1) and signs["contra_negation_flip"] == (-1, 1)
+    assert signs["support_overlap"] == (1, 0) and signs["page_overlap"] == (1, 0)
+    assert signs["contra_subject_elsewhere"] == (0, -1) and signs["support_subject_elsewhere"] == (-1, 0)
+    assert signs["claim_words"] == (0, 0) and signs["support_rank"] == (0, 0)
+
+
+def test_a_signed_fit_leaves_the_neutral_readings_out_and_keeps_every_side() -> None:
+    import numpy as np
+
+    from guardrail.judges._features import REQUEST_FEATURES
+    from training import fit_decision as fd
+
+    rng = np.random.default_rng(1)
+    n, f = 300, len(REQUEST_FEATURES)
+    rows = [fd.Row("wice", int(rng.integers(3)), rng.random(f), rng.random(f), f"claim {i}") for i in range(n)]
+    _, _, model = fd.fit(rows, 1.0, signed=True)
+    coef = model.coef_ - model.coef_[2]  # against not_found
+    neutral = [i for i, name in enumerate(REQUEST_FEATURES) if "_neu_" in name]
+    assert neutral and np.allclose(coef[:, neutral], 0.0)
+    signs = fd.expected_signs(REQUEST_FEATURES)
+    for k in (0, 1):
+        assert (coef[k][signs[:, k] > 0] >= -1e-9).all() and (coef[k][signs[:, k] < 0] <= 1e-9).all()
+    _, _, free = fd.fit(rows, 1.0)  # the default: scikit-learn's, unconstrained, neutral readings in
+    assert not np.allclose(free.coef_[:, neutral], 0.0)
+
+
+def test_the_fitting_record_names_the_code_it_ran_on(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    from pathlib import Path
+
+    from training import fit_decision as fd
+
+    root = Path(fd.__file__).resolve().parents[1]
+    version = fd.code_version(root)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    if head:  # a checkout: the commit, marked where the judge's or the fitting's code differs from it
+        assert version is not None and version.split("+")[0] == head
+    assert fd.code_version(tmp_path) is None  # outside git
+
+
 def test_training_refuses_a_share_or_count_of_pairs_it_cannot_take(capsys) -> None:  # type: ignore[no-untyped-def]
     import pytest
 

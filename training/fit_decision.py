@@ -2,7 +2,8 @@
 
     python -m training.fit_decision [--model guardrail/judges/model] [--data ../shared/data]
                                     [--cache artifacts/fit] [--precision 0.85] [--no-synthetic]
-                                    [--rounds 1] [--int8]
+                                    [--rounds 1] [--int8] [--signed] [--backend torch]
+                                    [--written PAIRS.json]
 
 1. Every claim of the ``fit`` part (train buckets the model never saw, ``training.datasets``) and of
    the ``tune`` part goes through the verifier as the benches run it (evidence as a ``Fact`` with
@@ -29,6 +30,12 @@
    judge loads for ``LocalJudgeConfig(rounds=1)``). ``--int8`` records and fits the int8-quantised
    graph's readings (their own cache records) and writes ``decision*_int8.json``, which the judge
    does not read: int8 costs accuracy (README, the int8 fast-path row).
+
+Options tried on 5 December 2026 and not shipped (README, "The embedded judge"): ``--signed`` holds
+each feature's weight to the side a reader expects (:func:`expected_signs`) and leaves the neutral
+readings out; ``--written`` adds written claim/page pairs (:func:`written_tasks`) with the edited
+pairs' weight. ``--backend torch`` records torch's readings (bfloat16 where the CPU has it) apart
+from ONNX Runtime's. The record names the commit the fitting ran on and what read the pairs.
 
 The eval part is never looked at here: ``python bench/judge_accuracy.py`` reports it.
 """
@@ -168,6 +175,38 @@ def synthetic_tasks(data: Path, part: str, seed: int = 7, limit: int = 1200) -> 
     return out
 
 
+def written_tasks(paths: Sequence[Path]) -> list[Any]:
+    """The claim/page pairs of ``paths`` as tasks: JSON lists of ``{"claim", "page", "title",
+    "gold"}`` (gold ``supported``, ``contradicted`` or ``not_found``), written for the fitting (kinds
+    the real sets hold few of: a study's null result, its aim or background quoted as its finding).
+    A malformed item raises ``ValueError`` naming its file and index."""
+    from training.datasets import Task
+
+    out: list[Any] = []
+    for path in paths:
+        items = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(items, list):
+            raise ValueError(f"{path}: expected a JSON list of claim/page pairs")
+        for i, item in enumerate(items):
+            gold = item.get("gold") if isinstance(item, dict) else None
+            if gold not in ("supported", "contradicted", "not_found") or not all(
+                isinstance(item.get(k), str) and item[k].strip() for k in ("claim", "page")
+            ):
+                raise ValueError(
+                    f"{path}[{i}]: needs a claim, a page and a gold label (supported, contradicted, not_found)"
+                )
+            out.append(Task(item["claim"], [item["page"]], gold, item.get("title") or None))
+    return out
+
+
+def _files_digest(paths: Sequence[Path]) -> str:
+    """The first 8 hex digits of the sha256 of the files' contents, in order."""
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:8]
+
+
 def first_round_view(scored: Any) -> Any:
     """The request as the first round alone leaves it (later candidates unread)."""
     cands = [dataclasses.replace(c, scored=c.scored and i < scored.round_one) for i, c in enumerate(scored.candidates)]
@@ -190,12 +229,16 @@ def rows_of(recorded: dict[str, list[Any]], tasks: dict[str, list[Any]]) -> list
 SYNTHETIC_WEIGHT = 0.5
 """The edited pairs weigh half of one real set: enough to teach the rare cases, not to set the odds."""
 
+MADE_SETS = ("synthetic", "written")
+"""Sets made for the fitting (edited pairs, ``--written`` pairs): they teach the classifier, but the
+thresholds and the calibration are chosen on the real sets alone."""
+
 
 def _weights(rows: Sequence[Row]) -> np.ndarray:
     """Each real set weighs the same in all (the edited pairs :data:`SYNTHETIC_WEIGHT` of one);
     within the whole, classes are balanced."""
     per_set = Counter(r.dataset for r in rows)
-    w = np.asarray([(SYNTHETIC_WEIGHT if r.dataset == "synthetic" else 1.0) / per_set[r.dataset] for r in rows])
+    w = np.asarray([(SYNTHETIC_WEIGHT if r.dataset in MADE_SETS else 1.0) / per_set[r.dataset] for r in rows])
     classes = np.asarray([r.gold for r in rows])
     for c in range(3):
         mask = classes == c
@@ -211,16 +254,112 @@ def stacked_views(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return x, np.asarray([r.gold for r in rows] * 2), np.concatenate([_weights(rows)] * 2)
 
 
-def fit(rows: Sequence[Row], c: float) -> Any:
-    """Standardise and fit a multinomial logistic regression on both views of ``rows``."""
+def fit(rows: Sequence[Row], c: float, signed: bool = False) -> Any:
+    """Standardise and fit a multinomial logistic regression on both views of ``rows``:
+    scikit-learn's, unconstrained, or with ``signed`` each feature's weight held to the side a
+    reader expects (:func:`expected_signs`, :class:`SignedLogistic`) and the neutral readings
+    left out."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
+
+    from guardrail.judges._features import REQUEST_FEATURES
 
     x, y, w = stacked_views(rows)
     scaler = StandardScaler().fit(x)
     scale = np.where(scaler.scale_ > 1e-6, scaler.scale_, 1.0)
-    model = LogisticRegression(C=c, max_iter=5000).fit((x - scaler.mean_) / scale, y, sample_weight=w)
-    return scaler.mean_, scale, model
+    z = (x - scaler.mean_) / scale
+    if signed:
+        # A neutral reading is what the other two leave (1 - entailment - contradiction): weighed
+        # against support, it lets "the model read something strongly" raise support whatever was
+        # read, around the signs (fitted with it, its weight took -0.53 and the others' went to 0).
+        z[:, [i for i, name in enumerate(REQUEST_FEATURES) if "_neu_" in name]] = 0.0
+        return scaler.mean_, scale, SignedLogistic(c, expected_signs(REQUEST_FEATURES)).fit(z, y, w)
+    return scaler.mean_, scale, LogisticRegression(C=c, max_iter=5000).fit(z, y, sample_weight=w)
+
+
+_READS_ENTAILMENT = ("_ent_",)
+_READS_OTHERWISE = ("_con_", "_neu_")
+_STATES_CONFLICT = ("_conflict", "_substituted", "_flip", "_swap", "_other_rank", "_restated")
+_SAYS_THE_CLAIM = ("_overlap", "_bigrams", "_parts_covered", "_subject_named", "_subject_by_reference")
+_LACKS = ("_missing", "_lacks_")
+
+
+def expected_signs(features: Sequence[str]) -> np.ndarray:
+    """Per feature, the side its weight must keep in the log-odds of ``supported`` (column 0) and
+    of ``contradicted`` (column 1) against ``not_found``: +1, -1, or 0 for either side.
+
+    An entailment reading never lowers support nor raises contradiction; a contradiction or
+    neutral reading, or a stated conflict (another value, name, direction, role), never raises
+    support; a contradiction reading or a stated conflict never lowers contradiction. Of the
+    sentence read as the support: the claim's words in it and its being about the claim's subject
+    never lower support, a value of the claim's missing from it or its being about something else
+    never raise it; of the page, the claim's words on it never lower support and a missing value
+    never raises it. A contradicting sentence about something else never raises contradiction.
+    What no reader would call one way (ranks, the claim's length or denial) is free.
+
+    Fitted freely, collinear readings take either side: in the shipped decision the contradicting
+    window's contradiction raises the log-odds of support by 0.67 and a number of the claim's
+    missing from the supporting sentence by 0.35, so a page whose sentence denies the claim outright
+    ("Mandela declined to seek a second presidential term") reads ``supported`` at 0.87; fitted
+    signed, ``not_found``."""
+    out = np.zeros((len(features), 2), dtype=np.int8)
+    for i, feature in enumerate(features):
+        name = f"_{feature}_"  # "_max_ent_" holds "_ent_"; a suffix such as "_overlap_" is found too
+        if any(k in name for k in _READS_ENTAILMENT):
+            out[i] = (1, -1)
+        elif any(k in name for k in _READS_OTHERWISE):
+            out[i] = (-1, 1 if "_con_" in name else 0)
+        elif any(k in name for k in _STATES_CONFLICT):
+            out[i] = (-1, 1)
+        elif feature.startswith("contra_"):
+            out[i] = (0, -1 if "_subject_elsewhere" in name else 0)
+        elif any(k in name for k in _SAYS_THE_CLAIM):
+            out[i] = (1, 0)
+        elif any(k in name for k in _LACKS) or "_subject_elsewhere" in name:
+            out[i] = (-1, 0)
+    return out
+
+
+class SignedLogistic:
+    """A multinomial logistic regression (``not_found`` the reference class) whose weights keep
+    given signs, fitted by L-BFGS-B with box bounds: weighted cross-entropy plus ``||W||^2 / (2C)``,
+    as scikit-learn's ``LogisticRegression(C)`` penalises. ``coef_`` and ``intercept_`` have
+    scikit-learn's shapes (3 classes; the reference row is zero)."""
+
+    def __init__(self, c: float, signs: np.ndarray) -> None:
+        self.c = c
+        self.signs = np.asarray(signs)
+
+    def fit(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> SignedLogistic:
+        from scipy.optimize import minimize
+
+        n, f = x.shape
+        free = (0, 1)  # supported, contradicted; not_found (2) is the reference
+        onehot = np.eye(3)[y][:, free]
+
+        def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            coef = theta[: 2 * f].reshape(2, f)
+            logits = np.column_stack([x @ coef.T + theta[2 * f :], np.zeros(n)])
+            top = logits.max(axis=1, keepdims=True)
+            log_norm = top[:, 0] + np.log(np.exp(logits - top).sum(axis=1))
+            p = np.exp(logits[:, :2] - log_norm[:, None])
+            value = float(
+                (w * (log_norm - (logits[:, :2] * onehot).sum(axis=1))).sum() + (coef**2).sum() / (2 * self.c)
+            )
+            residual = w[:, None] * (p - onehot)
+            grad = np.concatenate([(residual.T @ x + coef / self.c).ravel(), residual.sum(axis=0)])
+            return value, grad
+
+        bounds = [(0.0, None) if s > 0 else (None, 0.0) if s < 0 else (None, None) for s in self.signs.T.ravel()] + [
+            (None, None)
+        ] * 2
+        result = minimize(
+            loss, np.zeros(2 * f + 2), jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 5000}
+        )
+        coef = result.x[: 2 * f].reshape(2, f)
+        self.coef_ = np.vstack([coef, np.zeros(f)])
+        self.intercept_ = np.concatenate([result.x[2 * f :], [0.0]])
+        return self
 
 
 def to_decision(mean: np.ndarray, scale: np.ndarray, model: Any, t_con: float, t_sup: float) -> Any:
@@ -422,7 +561,7 @@ def calibrate(p: np.ndarray, rows: Sequence[Row], bars: np.ndarray, t_sup: float
     for k in range(3):
         xs, ys = [], []
         for i, r in enumerate(rows):
-            if r.dataset == "synthetic" or pred[i] != k or (ok := _right(r, k)) is None:
+            if r.dataset in MADE_SETS or pred[i] != k or (ok := _right(r, k)) is None:
                 continue
             q = min(max(float(p[i, k]), 1e-4), 1 - 1e-4)
             xs.append(np.log(q / (1 - q)))
@@ -440,20 +579,20 @@ def fold_of(claim: str, folds: int) -> int:
     return int(hashlib.sha256(claim.strip().lower().encode("utf-8")).hexdigest()[:8], 16) % folds
 
 
-def logistic_fitter(c: float) -> Callable[[Sequence[Row]], Callable[[np.ndarray], np.ndarray]]:
-    """Fits the shipped kind of decision (:func:`fit` at strength ``c``) on given rows and returns
-    its probability function."""
+def logistic_fitter(c: float, signed: bool = False) -> Callable[[Sequence[Row]], Callable[[np.ndarray], np.ndarray]]:
+    """Fits the shipped kind of decision (:func:`fit` at strength ``c``, ``signed`` or not) on given
+    rows and returns its probability function."""
 
     def fitter(train: Sequence[Row]) -> Callable[[np.ndarray], np.ndarray]:
-        mean, scale, model = fit(train, c)
+        mean, scale, model = fit(train, c, signed)
         return to_decision(mean, scale, model, 0.5, 0.5).probabilities
 
     return fitter
 
 
-def out_of_fold(rows: Sequence[Row], c: float, folds: int) -> tuple[np.ndarray, np.ndarray]:
+def out_of_fold(rows: Sequence[Row], c: float, folds: int, signed: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Each row's probabilities (first round, both rounds) from a classifier fitted without its fold."""
-    return out_of_fold_with(logistic_fitter(c), rows, folds)
+    return out_of_fold_with(logistic_fitter(c, signed), rows, folds)
 
 
 def out_of_fold_with(
@@ -504,10 +643,11 @@ def recorded_rows(
     *,
     synthetic: bool = True,
     limit: int | None = None,
+    written: Sequence[Path] = (),
 ) -> list[Row]:
-    """The feature rows of every task of ``part`` (``training.datasets.bench_tasks``, and the edited
-    pairs unless ``synthetic`` is false), each set's scored requests recorded once per weights
-    (``digest``) in ``cache`` and read from there afterwards."""
+    """The feature rows of every task of ``part`` (``training.datasets.bench_tasks``, the edited
+    pairs unless ``synthetic`` is false, and the ``written`` files' pairs), each set's scored
+    requests recorded once per weights (``digest``) in ``cache`` and read from there afterwards."""
     from training import datasets as ds
 
     t0 = time.time()
@@ -515,11 +655,15 @@ def recorded_rows(
     tasks: dict[str, list[Any]] = dict(ds.bench_tasks(data, part))
     if synthetic:
         tasks["synthetic"] = synthetic_tasks(data, part)
+    if written:
+        tasks["written"] = written_tasks(written)
     if limit:
         tasks = {k: v[:limit] for k, v in tasks.items()}
     recorded: dict[str, list[Any]] = {}
     for name, items in tasks.items():
-        path = cache / f"{part}_{name}_{digest}_{limit or 'all'}.pkl"
+        # Written pairs are cached by what the files hold, so an edited file is recorded afresh.
+        made = f"_{_files_digest(written)}" if name == "written" else ""
+        path = cache / f"{part}_{name}{made}_{digest}_{limit or 'all'}.pkl"
         if path.is_file():
             # The tasks are kept with their records: the edited pairs depend on the code that
             # made them, and a record is read with the tasks it was made from.
@@ -601,20 +745,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         "which the judge does not read",
     )
     p.add_argument("--limit", type=int, default=None, help="first N tasks per set (smoke runs)")
+    p.add_argument(
+        "--signed",
+        action="store_true",
+        help="hold each feature's weight to the side a reader expects, neutral readings left out (expected_signs)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "onnx", "torch"),
+        default="auto",
+        help="what reads the pairs (LocalJudgeConfig.backend; torch computes in bfloat16 where the CPU has it)",
+    )
+    p.add_argument(
+        "--written",
+        type=Path,
+        action="append",
+        default=[],
+        help="a JSON file of written claim/page pairs fitted on with the edited pairs' weight (repeatable)",
+    )
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(root))
     from guardrail.judges.local import LocalJudge, LocalJudgeConfig
 
-    config = LocalJudgeConfig() if args.rounds is None else LocalJudgeConfig(rounds=args.rounds)
+    config = LocalJudgeConfig(backend=args.backend)
+    if args.rounds is not None:
+        config = dataclasses.replace(config, rounds=args.rounds)
     judge = LocalJudge(model_path=args.model, config=config, quantize=args.int8)
+    # Readings differ with what computes them (a bfloat16 torch reading is not a float32 ONNX one):
+    # the records are kept apart by it, and the record says which the classifier was fitted on.
+    computed = judge.dtype if judge.backend == "torch" else "float32"  # ONNX Runtime reads in float32
+    readings = {"backend": judge.backend, "dtype": "int8" if args.int8 else computed}
     digest = weights_digest(args.model) + ("-int8" if args.int8 else "")
-    fit_rows = recorded_rows(judge, args.data, "fit", args.cache, digest, synthetic=args.synthetic, limit=args.limit)
+    if judge.backend == "torch":
+        digest += f"-torch-{judge.dtype}"
+    fit_rows = recorded_rows(
+        judge, args.data, "fit", args.cache, digest, synthetic=args.synthetic, limit=args.limit, written=args.written
+    )
     tune_rows = recorded_rows(judge, args.data, "tune", args.cache, digest, synthetic=args.synthetic, limit=args.limit)
     rows = as_read(fit_rows + tune_rows, config.rounds)
     results = []
     for c in [float(x) for x in args.c_grid.split(",")]:
-        first, full = out_of_fold(rows, c, args.folds)
+        first, full = out_of_fold(rows, c, args.folds, args.signed)
         t_con, t_conflict, t_sup, cv_figures = choose_thresholds(
             first, full, rows, config.settle, args.precision, config.settle_none
         )
@@ -625,10 +797,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         results.append((score, c, t_con, t_conflict, t_sup, cv_figures))
     score, c, t_con, t_conflict, t_sup, cv_figures = max(results, key=lambda r: r[0])
-    first, full = out_of_fold(rows, c, args.folds)
+    first, full = out_of_fold(rows, c, args.folds, args.signed)
     decided_p = runtime_probabilities(first, full, config.settle, t_con, t_sup, rows, t_conflict, config.settle_none)
     calibration = calibrate(decided_p, rows, _bar(rows, t_con, t_conflict), t_sup)
-    mean, scale, model = fit(rows, c)
+    mean, scale, model = fit(rows, c, args.signed)
     decision = dataclasses.replace(
         to_decision(mean, scale, model, t_con, t_sup), conflict_threshold=t_conflict, calibration=tuple(calibration)
     )
@@ -637,6 +809,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     record_out = {
         "command": "python -m training.fit_decision " + " ".join(argv if argv is not None else sys.argv[1:]),
         "weights_sha256_12": digest,
+        "code": code_version(root),
+        "readings": readings,
+        "signed": args.signed,
         "rows": {
             "fit": dict(Counter(r.dataset for r in fit_rows)),
             "tune": dict(Counter(r.dataset for r in tune_rows)),
@@ -666,6 +841,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"cross-validated {json.dumps(cv_figures)}")
     print(f"wrote {args.model / name} and {record_name}")
     return 0
+
+
+def code_version(root: Path) -> str | None:
+    """The commit the fitting ran on, with ``+changes`` where the judge's or the fitting's code
+    differed from it (features are computed by that code: a decision fitted on one version's
+    features and read by another's is what the record must let one tell); None outside git."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--", "guardrail", "training"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head.stdout.strip() + ("+changes" if changed.stdout.strip() else "")
 
 
 def _largest(decision: Any, n: int = 8) -> dict[str, list[tuple[str, float]]]:
