@@ -832,6 +832,39 @@ def test_a_label_or_a_statistic_is_no_substituted_name(
     assert checks.substituted_entity(claim, sentence) == names
 
 
+EVEREST = (
+    "The first recorded ascent of Everest was made on 29 May 1953 by Edmund Hillary of New Zealand and "
+    "Tenzing Norgay, a Sherpa from Nepal, as part of a British expedition led by John Hunt."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "names"),
+    [
+        # The claim's doer is on the page, but as a climber: the expedition was led by another.
+        (
+            "The 1953 ascent was made by a British expedition led by Edmund Hillary.",
+            EVEREST,
+            ("Edmund Hillary", "John Hunt"),
+        ),
+        ("The 1953 ascent was made by a British expedition led by John Hunt.", EVEREST, None),
+        # One doer of several, or named after a description of them, is the claim's.
+        ("Apple was founded by Steve Jobs.", "Apple was founded by Steve Jobs, Steve Wozniak and Ronald Wayne.", None),
+        (
+            "I Kissed a Girl was recorded by Katy Perry.",
+            '"I Kissed a Girl" is a song recorded by American singer Katy Perry for her second album, One of the Boys.',
+            None,
+        ),
+        # Another act's doer is none of the claim's.
+        ("The expedition was led by Edmund Hillary.", "Edmund Hillary was knighted by Queen Elizabeth II.", None),
+    ],
+)
+def test_another_doer_of_the_same_act_is_a_substituted_name(
+    claim: str, sentence: str, names: tuple[str, str] | None
+) -> None:
+    assert checks.substituted_entity(claim, sentence) == names
+
+
 @pytest.fixture(scope="module")
 def verifier() -> Verifier:
     class NoFetch:

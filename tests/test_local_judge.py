@@ -823,6 +823,29 @@ def test_another_lead_in_the_cast_list_contradicts_the_cast_claim(judge: LocalJu
     assert citation.evidence_quote is not None and "Leonardo DiCaprio" in citation.evidence_quote
 
 
+EVEREST_PAGE = (
+    "Mount Everest is Earth's highest mountain above sea level, located in the Mahalangur Himal sub-range of "
+    "the Himalayas. Mount Everest attracts many climbers, including highly experienced mountaineers. The first "
+    "recorded ascent of Everest was made on 29 May 1953 by Edmund Hillary of New Zealand and Tenzing Norgay, a "
+    "Sherpa from Nepal, as part of a British expedition led by John Hunt. The mountain's English name was "
+    "officially adopted in 1865 by the Royal Geographical Society."
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("leader", "expected"), [("Edmund Hillary", Label.contradicted), ("John Hunt", Label.supported)]
+)
+def test_the_leader_of_an_expedition_is_read_where_the_page_names_the_claims_elsewhere(
+    judge: LocalJudge, leader: str, expected: Label
+) -> None:
+    # Hillary is on the page (he climbed), so no name is missing: the act's own doer tells.
+    claim = f"The first recorded ascent of Mount Everest in 1953 was made by a British expedition led by {leader}."
+    label, quote = _verify(judge, claim, EVEREST_PAGE)
+    assert label == expected
+    assert quote is not None and "led by John Hunt" in quote
+
+
 @pytest.mark.slow
 def test_released_in_1998_is_contradicted_by_the_release_date(judge: LocalJudge) -> None:
     label, quote = _verify(judge, "It was released in 1998.", TITANIC_TEXT)

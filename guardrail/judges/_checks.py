@@ -1854,7 +1854,7 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
     # its subject by a pronoun only ("She took a teaching position..."), so its absence says nothing.
     missing = [m for m in missing_entities(claim, evidence) if len(claim[: max(0, claim.find(m))].split()) >= 2]
     if not missing:
-        return None
+        return other_agent(claim, evidence)
     claim_words = _word_bag(claim)
     # A section label ("Results: ") or a statistic ("95% CI 19 to 49") is no one in the claim's name's place.
     extra = [e for e in _plain_names(evidence) if not _entity_present(e, claim_words)]
@@ -1863,4 +1863,29 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
         for other in extra:
             if (len(other.split()) > 1) == multi:
                 return name, other
+    return other_agent(claim, evidence)
+
+
+_AGENT = re.compile(
+    r"\b(?P<verb>[a-z]{3,}ed|led|won|held|built|made|written|sung|drawn|taken|given)\s+by\s+(?:the\s+)?"
+    r"(?P<names>[A-Z][\w'\u2019.-]*(?:(?:\s+|,\s*|\s+and\s+)(?:(?:de|da|van|von|of|the)\s+)?[A-Z][\w'\u2019.-]*)*)"
+)
+_AGENT_IN_EVIDENCE = re.compile(
+    r"\b(?P<verb>[a-z]{3,}ed|led|won|held|built|made|written|sung|drawn|taken|given)\s+by\s+(?P<doer>[^.;:()]{1,80})"
+)
+
+
+def other_agent(claim: str, evidence: str) -> tuple[str, str] | None:
+    """The name the claim gives as the doer of an act ("led by Edmund Hillary") and the other name
+    the evidence gives for the same act ("a British expedition led by John Hunt"), where the
+    evidence names the claim's elsewhere (Hillary climbed; Hunt led): what
+    :func:`substituted_entity` cannot see, the claim's name being on the page. None where the
+    evidence's words after the act hold the claim's name ("founded by Jobs, Wozniak and Wayne" for
+    "founded by Jobs", "recorded by American singer Katy Perry") or it states no doer of that act."""
+    for m in _AGENT.finditer(claim):
+        verb, name = m.group("verb").lower(), m.group("names").rstrip(".")
+        doers = [a.group("doer") for a in _AGENT_IN_EVIDENCE.finditer(evidence) if a.group("verb").lower() == verb]
+        others = [n for doer in doers for n in entities(doer.split(",")[0])]
+        if others and not any(names_the_same(name, doer) for doer in doers):
+            return name, others[0]
     return None
