@@ -764,6 +764,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a JSON file of written claim/page pairs fitted on with the edited pairs' weight (repeatable)",
     )
     args = p.parse_args(argv)
+    code = code_version(root)  # now: the code that runs is what was there when it started
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(root))
     from guardrail.judges.local import LocalJudge, LocalJudgeConfig
@@ -809,7 +810,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     record_out = {
         "command": "python -m training.fit_decision " + " ".join(argv if argv is not None else sys.argv[1:]),
         "weights_sha256_12": digest,
-        "code": code_version(root),
+        "code": code,
         "readings": readings,
         "signed": args.signed,
         "rows": {
