@@ -44,15 +44,12 @@ def _row(name: str, t: dict[str, Any], flagged: int) -> str:
 
 
 def read_cases(path: Path) -> tuple[list[dict[str, str]], list[str]]:
-    """The pairs of a written probe file and its kinds in order of appearance; a pair without a
-    claim, a page or a gold label of the three raises ``ValueError`` naming it."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    cases = data["cases"] if isinstance(data, dict) else data
-    for i, c in enumerate(cases):
-        if not (c.get("claim") and c.get("page") and c.get("gold") in ("supported", "contradicted", "not_found")):
-            raise ValueError(
-                f"{path}[{i}]: needs a claim, a page and a gold label (supported, contradicted, not_found)"
-            )
+    """The pairs of a written probe file (``training.fit_decision.read_written_pairs``, which names a
+    malformed one) and its kinds in order of appearance."""
+    from training.fit_decision import read_written_pairs
+
+    cases = read_written_pairs(path)
+    for c in cases:
         c.setdefault("kind", "")
         c.setdefault("title", "")
     return cases, list(dict.fromkeys(c["kind"] for c in cases))

@@ -175,28 +175,37 @@ def synthetic_tasks(data: Path, part: str, seed: int = 7, limit: int = 1200) -> 
     return out
 
 
+def read_written_pairs(path: Path) -> list[dict[str, Any]]:
+    """The claim/page pairs of a written file: a JSON list of ``{"claim", "page", "title", "gold",
+    "kind"}`` (gold ``supported``, ``contradicted`` or ``not_found``; title and kind optional), or
+    an object holding that list as ``"cases"`` (the benches' probe files). A malformed pair raises
+    ``ValueError`` naming its file and index."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    items = data.get("cases") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: expected a JSON list of claim/page pairs")
+    for i, item in enumerate(items):
+        gold = item.get("gold") if isinstance(item, dict) else None
+        if gold not in ("supported", "contradicted", "not_found") or not all(
+            isinstance(item.get(k), str) and item[k].strip() for k in ("claim", "page")
+        ):
+            raise ValueError(
+                f"{path}[{i}]: needs a claim, a page and a gold label (supported, contradicted, not_found)"
+            )
+    return items
+
+
 def written_tasks(paths: Sequence[Path]) -> list[Any]:
-    """The claim/page pairs of ``paths`` as tasks: JSON lists of ``{"claim", "page", "title",
-    "gold"}`` (gold ``supported``, ``contradicted`` or ``not_found``), written for the fitting (kinds
-    the real sets hold few of: a study's null result, its aim or background quoted as its finding).
-    A malformed item raises ``ValueError`` naming its file and index."""
+    """The pairs of the written files ``paths`` (:func:`read_written_pairs`) as tasks, written for
+    the fitting (kinds the real sets hold few of: a study's null result, its aim or background
+    quoted as its finding)."""
     from training.datasets import Task
 
-    out: list[Any] = []
-    for path in paths:
-        items = json.loads(Path(path).read_text(encoding="utf-8"))
-        if not isinstance(items, list):
-            raise ValueError(f"{path}: expected a JSON list of claim/page pairs")
-        for i, item in enumerate(items):
-            gold = item.get("gold") if isinstance(item, dict) else None
-            if gold not in ("supported", "contradicted", "not_found") or not all(
-                isinstance(item.get(k), str) and item[k].strip() for k in ("claim", "page")
-            ):
-                raise ValueError(
-                    f"{path}[{i}]: needs a claim, a page and a gold label (supported, contradicted, not_found)"
-                )
-            out.append(Task(item["claim"], [item["page"]], gold, item.get("title") or None))
-    return out
+    return [
+        Task(item["claim"], [item["page"]], item["gold"], item.get("title") or None)
+        for path in paths
+        for item in read_written_pairs(path)
+    ]
 
 
 def _files_digest(paths: Sequence[Path]) -> str:
