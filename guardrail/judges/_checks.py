@@ -1866,13 +1866,12 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
     return other_agent(claim, evidence)
 
 
+_ACT_BY = r"\b(?P<verb>[a-z]{3,}ed|led|won|held|built|made|written|sung|drawn|taken|given)\s+by\s+"
 _AGENT = re.compile(
-    r"\b(?P<verb>[a-z]{3,}ed|led|won|held|built|made|written|sung|drawn|taken|given)\s+by\s+(?:the\s+)?"
-    r"(?P<names>[A-Z][\w'\u2019.-]*(?:(?:\s+|,\s*|\s+and\s+)(?:(?:de|da|van|von|of|the)\s+)?[A-Z][\w'\u2019.-]*)*)"
+    _ACT_BY + r"(?:the\s+)?(?P<names>[A-Z][\w'\u2019.-]*"
+    r"(?:(?:\s+|,\s*|\s+and\s+)(?:(?:de|da|van|von|of|the)\s+)?[A-Z][\w'\u2019.-]*)*)"
 )
-_AGENT_IN_EVIDENCE = re.compile(
-    r"\b(?P<verb>[a-z]{3,}ed|led|won|held|built|made|written|sung|drawn|taken|given)\s+by\s+(?P<doer>[^.;:()]{1,80})"
-)
+_AGENT_IN_EVIDENCE = re.compile(_ACT_BY + r"(?P<doer>[^.;:()]{1,80})")
 
 
 def other_agent(claim: str, evidence: str) -> tuple[str, str] | None:
