@@ -1848,8 +1848,9 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
     """A name of the claim (not its opening subject) that the evidence does not mention where the
     evidence names someone or something else of the same shape (one word, or several) that the claim does not mention:
     ("Brad Pitt", "Leonardo DiCaprio") for "It starred Brad Pitt and Kate Winslet." against "It
-    stars Kate Winslet and Leonardo DiCaprio." Whether the rest of the claim matches the evidence
-    closely enough for that to be a contradiction is the caller's rule (see ``overlap``)."""
+    stars Kate Winslet and Leonardo DiCaprio."; else another doer of the claim's act
+    (:func:`other_agent`). Whether the rest of the claim matches the evidence closely enough for
+    that to be a contradiction is the caller's rule (see ``overlap``)."""
     # A name at the very start of the claim is its subject; a lone evidence sentence often names
     # its subject by a pronoun only ("She took a teaching position..."), so its absence says nothing.
     missing = [m for m in missing_entities(claim, evidence) if len(claim[: max(0, claim.find(m))].split()) >= 2]
