@@ -1131,3 +1131,104 @@ def test_a_finding_in_the_other_direction_is_no_support(verifier: Verifier) -> N
     claim = "Warmer spring temperatures delayed the flowering of alpine plants."
     title = "Four decades of flowering phenology in alpine plant communities"
     assert _check(verifier, claim, page, title=title).overall != Label.supported
+
+
+CBT = (
+    "Unlike some other talking treatments, CBT deals with your current problems, rather than focusing on issues "
+    "from your past."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "swapped"),
+    [
+        ("CBT mainly focuses on resolving issues from a person's past rather than their current problems.", CBT, True),
+        ("CBT deals with your current problems rather than issues from the past.", CBT, False),
+        ("Patients used the app instead of paper diaries.", "Patients used paper diaries instead of the app.", True),
+        ("Patients used the app instead of paper diaries.", "Patients used the app instead of paper diaries.", False),
+        # Nothing preferred in the evidence, or other things preferred: no swap.
+        ("CBT focuses on the past rather than current problems.", "CBT focuses on current problems.", False),
+        ("Cats prefer fish rather than meat.", "Dogs chase balls rather than sticks.", False),
+    ],
+)
+def test_a_preference_put_the_other_way_round_is_a_role_swap(claim: str, sentence: str, swapped: bool) -> None:
+    assert (checks.preferred_swap(claim, sentence) is not None) == swapped
+    assert (checks.role_swap(claim, sentence) is not None) == swapped
+
+
+SEA_LEVEL = (
+    "The rate of rise is accelerating: it has more than doubled from 1.4 millimetres per year for most of the "
+    "twentieth century to 3.6 millimetres per year from 2006 to 2015."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "swap"),
+    [
+        ("The rate has slowed from 3.6 millimetres per year to 1.4 millimetres per year.", SEA_LEVEL, ("3.6", "1.4")),
+        ("The rate rose from 1.4 millimetres per year to 3.6 millimetres per year.", SEA_LEVEL, None),
+        ("Sales fell from $1,200 to $800.", "Sales rose from $800 to $1,200 in 2020.", ("$1200", "$800")),
+        # Said both ways (two periods), or with other numbers: no swap.
+        ("Sales fell from 1,200 to 800.", "Sales rose from 800 to 1,200, then fell from 1,200 to 800.", None),
+        ("Sales fell from 1,200 to 800.", "Sales rose from 700 to 1,300.", None),
+    ],
+)
+def test_a_change_stated_the_other_way_round_is_swapped(
+    claim: str, sentence: str, swap: tuple[str, str] | None
+) -> None:
+    assert checks.swapped_change(claim, sentence) == swap
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "dates"),
+    [
+        (
+            "William landed at Pevensey on 28 October 1066.",
+            "William landed his invasion forces at Pevensey on 28 September 1066.",
+            ("28 October 1066", "28 September 1066"),
+        ),
+        ("Apollo 11 landed on July 21, 1969.", "The Eagle landed on 20 July 1969.", ("July 21, 1969", "20 July 1969")),
+        ("Apollo 11 landed on July 20, 1969.", "The Eagle landed on 20 July 1969.", None),
+        # Another year is conflicting_year's; several dates are usually several events.
+        ("The F-35 first flew on 15 December 2006.", "The F-35 first flew on 15 December 2007.", None),
+        (
+            "The treaty was signed on 4 March 1920.",
+            "Talks opened on 1 February 1920 and the treaty was signed on 4 June 1920.",
+            None,
+        ),
+    ],
+)
+def test_another_day_of_the_same_year_is_a_conflicting_date(
+    claim: str, sentence: str, dates: tuple[str, str] | None
+) -> None:
+    assert checks.conflicting_date(claim, sentence) == dates
+
+
+def test_a_conflicting_date_is_a_year_conflict_where_the_rest_matches() -> None:
+    claim = "The F-35 Lightning II first flew on July 15, 2006."
+    assert conflicts_of(claim, "The F-35 first flew on 15 December 2006.")[1]
+    assert not conflicts_of(claim, "The F-35 first flew on 15 July 2006.")[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "sentence", "named"),
+    [
+        ("William of Normandy", "William landed his invasion forces at Pevensey.", True),
+        ("Catherine of Aragon", "Catherine was crowned in 1509.", True),
+        # A title's head alone names nobody in particular.
+        ("Duke of Wellington", "The duke won the battle.", False),
+        ("Isle of Wight", "The isle lies off the south coast.", False),
+    ],
+)
+def test_a_name_with_a_title_is_named_by_its_first_word(name: str, sentence: str, named: bool) -> None:
+    assert checks.names_the_same(name, sentence) == named
+
+
+def test_a_popular_belief_is_not_asserted() -> None:
+    page = "There is no cure for hay fever. Some people believe that eating local honey helps with hay fever."
+    assert checks.unasserted("Eating local honey helps with hay fever.", page.split(". ")[1])
+    assert "honey" not in checks.asserted_text(page)
+    # Experts' view stays asserted text.
+    assert not checks.unasserted(
+        "Exercise helps with depression.", "Many experts believe that exercise helps with depression."
+    )

@@ -581,6 +581,37 @@ _NEGATION = re.compile(
 )
 
 
+_MONTH_NAMES = r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
+_FULL_DATE = re.compile(
+    r"\b(?:(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>" + _MONTH_NAMES + r")"
+    r"|(?P<month2>" + _MONTH_NAMES + r")\s+(?P<day2>[0-3]?\d)(?:st|nd|rd|th)?,?)\s+(?P<year>1\d{3}|20\d{2})\b",
+    re.IGNORECASE,
+)
+
+
+def _full_dates(text: str) -> dict[tuple[int, str, int], str]:
+    """Each day-month-year date of ``text`` ("28 September 1066", "July 20, 1969") and its words."""
+    out: dict[tuple[int, str, int], str] = {}
+    for m in _FULL_DATE.finditer(text):
+        day, month = m.group("day") or m.group("day2"), (m.group("month") or m.group("month2")).lower()
+        out.setdefault((int(day), month, int(m.group("year"))), m.group(0))
+    return out
+
+
+def conflicting_date(claim: str, evidence: str) -> tuple[str, str] | None:
+    """A day of the claim that the evidence gives as another day of the same year ("28 October
+    1066" against "landed ... at Pevensey on 28 September 1066"), what :func:`conflicting_year`
+    cannot see: the claim's date and the evidence's. Only when each states a single date; with
+    several, they are usually about different events."""
+    ours, theirs = _full_dates(claim), _full_dates(evidence)
+    if len(ours) != 1 or len(theirs) != 1:
+        return None
+    (day, month, year), (other_day, other_month, other_year) = next(iter(ours)), next(iter(theirs))
+    if year != other_year or (day, month) == (other_day, other_month):
+        return None
+    return ours[(day, month, year)], theirs[(other_day, other_month, other_year)]
+
+
 def negation_count(text: str) -> int:
     """How many negation cues ``text`` has."""
     return len(_NEGATION.findall(text))
@@ -1177,11 +1208,14 @@ _SUPPOSING = re.compile(
     r"|\b(?:previous|prior|earlier|past|some|several|many|other)\s+(?:\w+\s+)?(?:studies|research|reports|work|trials"
     r"|authors|investigators|researchers|historians|scholars|scientists|experts|critics|commentators|sceptics"
     r"|skeptics|theorists)\s+(?:have\s+|has\s+|had\s+)?(?:suggested|proposed|hypothesi[sz]ed"
-    r"|speculated|postulated)\b",
+    r"|speculated|postulated)\b"
+    r"|\b(?:some|many|other|most)\s+(?:\w+\s+)?(?:people|patients|parents|users|proponents|supporters|advocates"
+    r"|believers)\s+(?:still\s+|also\s+)?(?:believe|believed|think|thought|claim|claimed|feel|felt)\b",
     re.IGNORECASE,
 )
 """A supposition, the study's own or others' ("We hypothesised that ...", "Previous studies have
-suggested that ..."): the background a study tests, not what it found."""
+suggested that ...", "Some people believe that ..."): the background a study tests or a popular
+belief, not what the text finds."""
 _FINDING = re.compile(
     r"\b(?:found|find|finds|finding|show(?:s|ed|n)?|demonstrat\w*|observ(?:ed|es|e|ing|ations?)|confirm\w*"
     r"|reveal\w*|conclud\w*"
@@ -1755,12 +1789,34 @@ def names_the_same(name: str, evidence: str) -> bool:
     """Whether the evidence names this very thing, not merely something of the same kind: every
     distinctive word of ``name`` is there (a person's surname alone will do: "Cameron" for "James
     Cameron"), generic words such as River, University or North left aside ("The Birch River"
-    does not name "the Alder River"). A name made of generic words only needs all of them."""
+    does not name "the Alder River"; "William" names "William of Normandy"). A name made of generic
+    words only needs all of them."""
     words = _word_bag(evidence)
     parts = [w.lower() for w in re.findall(r"[\w\u00c0-\u024f]+", name) if w.lower() not in _NOT_ENTITY]
     distinctive = [w for w in parts if w not in GENERIC_NAME_WORDS]
     present = [w in words or _stem(w) in words for w in distinctive or parts]
-    return all(present) or (len(distinctive) >= 2 and present[-1])
+    # "William" names "William of Normandy" as a surname names a person: the words after "of" are a title.
+    titled = (
+        len(distinctive) >= 2
+        and _TITLED.match(name) is not None
+        and distinctive[0] == parts[0]
+        and parts[0] not in _TITLE_HEADS
+    )
+    return all(present) or (len(distinctive) >= 2 and present[-1]) or (titled and present[0])
+
+
+_TITLED = re.compile(r"^\s*(?:the\s+)?[A-Z][\w\u00c0-\u024f'-]*\s+of\s+[A-Z]")
+"""A name made of a name and a title ("William of Normandy", "Catherine of Aragon")."""
+_TITLE_HEADS = frozenset(
+    {
+        "duke", "duchess", "earl", "count", "countess", "king", "queen", "prince", "princess", "lord", "lady",
+        "baron", "bishop", "archbishop", "pope", "emperor", "empress", "sultan", "tsar", "president", "governor",
+        "mayor", "chancellor", "minister", "secretary", "house", "isle", "siege", "treaty", "order", "department",
+        "ministry", "office", "port", "fort", "point", "mouth", "head", "book", "gospel", "statue", "tomb",
+    }
+)  # fmt: skip
+"""Words that open a title rather than a name ("Duke of Wellington", "Isle of Wight"): alone, they
+name nothing in particular."""
 
 
 def missing_entities(claim: str, evidence: str) -> list[str]:
@@ -1773,7 +1829,9 @@ def role_swap(claim: str, evidence: str) -> tuple[str, str] | None:
     """Two names that the claim and the evidence join by the same words in the opposite order:
     ("Italy", "Spain") for "Italy defeated Spain in the final." against "Spain defeated Italy in the
     final." (the roles of a relation reversed). A passive restatement ("Spain was defeated by
-    Italy") joins them by other words, so it is no swap. None otherwise."""
+    Italy") joins them by other words, so it is no swap. Failing that, the other ways a sentence
+    reverses a relation: a comparison (:func:`compared_swap`), a preference
+    (:func:`preferred_swap`) or a change (:func:`swapped_change`). None otherwise."""
     lowered = evidence.lower()
     names = [(claim.find(n), n) for n in entities(claim)]
     names = sorted((i, n) for i, n in names if i >= 0 and n.lower() in lowered)
@@ -1783,7 +1841,81 @@ def role_swap(claim: str, evidence: str) -> tuple[str, str] | None:
             continue
         if f"{b.lower()} {between} {a.lower()}" in " ".join(lowered.split()):
             return a, b
-    return compared_swap(claim, evidence)
+    return compared_swap(claim, evidence) or preferred_swap(claim, evidence) or swapped_change(claim, evidence)
+
+
+_PREFERRING = re.compile(r"\b(?:rather\s+than|instead\s+of)\b", re.IGNORECASE)
+_PREFERENCE_END = re.compile(
+    r"[.;:(),]|\s(?:but|whereas|while|although|though|and\s+(?:it|they|this))\s", re.IGNORECASE
+)
+_PREFERENCE_WORDS = 6
+"""How many words on each side of "rather than" name one of the two things (the clause's tail
+before it, its head after it)."""
+
+
+def _preferences(text: str) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """(what is preferred, what is passed over) for each "A rather than B" or "A instead of B" of
+    ``text``, as the content words of up to :data:`_PREFERENCE_WORDS` words each side."""
+    out = []
+    for m in _PREFERRING.finditer(text):
+        before = _PREFERENCE_END.split(text[: m.start()].rstrip(" ,"))[-1].split()[-_PREFERENCE_WORDS:]
+        after = _PREFERENCE_END.split(text[m.end() :])[0].split()[:_PREFERENCE_WORDS]
+        chosen, passed = content_words(" ".join(before)), content_words(" ".join(after))
+        if chosen and passed:
+            out.append((chosen, passed))
+    return out
+
+
+def preferred_swap(claim: str, evidence: str) -> tuple[str, str] | None:
+    """A word of what the claim prefers and of what it passes over (stemmed), where the evidence
+    puts the two the other way round: ("issu", "current") for "CBT focuses on issues from a
+    person's past rather than their current problems" against "CBT deals with your current
+    problems, rather than focusing on issues from your past": each side of the claim's "rather
+    than" (or "instead of") shares words with the other side of the evidence's, and more than with
+    its own side. None otherwise, and where the evidence says it the claim's way too."""
+    theirs = _preferences(evidence)
+    for chosen, passed in _preferences(claim):
+        for their_chosen, their_passed in theirs:
+            crossed_chosen, crossed_passed = chosen & their_passed, passed & their_chosen
+            kept = len(chosen & their_chosen) + len(passed & their_passed)
+            if crossed_chosen and crossed_passed and len(crossed_chosen) + len(crossed_passed) > kept:
+                return min(crossed_chosen), min(crossed_passed)
+    return None
+
+
+_CHANGE = re.compile(
+    r"\bfrom\s+(?:about\s+|around\s+|roughly\s+|approximately\s+)?(?P<start>[$€£]?(?:" + _NUM + r"))"
+    r"(?![\d,.])[^.;:]{0,60}?\bto\s+(?:about\s+|around\s+|roughly\s+|approximately\s+)?"
+    r"(?P<end>[$€£]?(?:" + _NUM + r"))(?![\d,])",
+    re.IGNORECASE,
+)
+
+
+def _changes(text: str) -> list[tuple[str, str, float, float]]:
+    """(start, end, start value, end value) of each "from A ... to B" with numbers of ``text``."""
+    out = []
+    for m in _CHANGE.finditer(matchable(text)):
+        start, end = m.group("start"), m.group("end")
+        a, b = (float(x.lstrip("$€£").replace(",", "")) for x in (start, end))
+        if not _same_value(a, b):
+            out.append((start, end, a, b))
+    return out
+
+
+def swapped_change(claim: str, evidence: str) -> tuple[str, str] | None:
+    """A change the evidence states the other way round, as the claim's (start, end) in
+    :func:`matchable`'s writing ("$1200" for "$1,200"): ("3.6", "1.4")
+    for "has slowed from 3.6 millimetres per year to 1.4" against "has more than doubled from 1.4
+    millimetres per year ... to 3.6 millimetres per year". None where no "from A to B" of the
+    claim's numbers is reversed in the evidence, or where the evidence also states it the claim's
+    way."""
+    theirs = [(a, b) for _, _, a, b in _changes(evidence)]
+    for start, end, a, b in _changes(claim):
+        if any(_same_value(a, x) and _same_value(b, y) for x, y in theirs):
+            continue
+        if any(_same_value(a, y) and _same_value(b, x) for x, y in theirs):
+            return start, end
+    return None
 
 
 _COMPARATIVE_WORDS = (

@@ -114,6 +114,8 @@ def conflicts_of(claim: str, text: str, referent: str = "") -> tuple[bool, bool,
     number = quantity is not None and checks.overlap_without(claim, quantity[0].raw, said) >= 0.5
     year_hit = checks.conflicting_year(claim, text)
     year = year_hit is not None and checks.overlap_without(claim, year_hit[0].raw, said) >= 0.5
+    date_hit = checks.conflicting_date(claim, text)
+    year = year or (date_hit is not None and checks.overlap_without(claim, date_hit[0], said) >= 0.5)
     name_hit = checks.substituted_entity(claim, text)
     # Not for a name: "He previously coached in the Ontario Hockey League" is about another time.
     name = name_hit is not None and checks.overlap_without(claim, name_hit[0], text) >= 0.5
