@@ -1024,3 +1024,72 @@ def test_a_model_folder_that_holds_no_model_is_refused_at_once(tmp_path: Path) -
         with pytest.raises(ValueError, match=r"holds no config\.json") as error:
             LocalJudge(folder)
         assert str(folder) in str(error.value)
+
+
+SEA_ICE_PAGE = (
+    "Arctic sea ice is seawater frozen at the surface of the Arctic Ocean. It spreads through the dark winter, peaks "
+    "in March, and shrinks through the summer to its annual minimum in September. Satellite records of its extent "
+    "began in 1979. Since then the September minimum has fallen by roughly 13% per decade. The smallest minimum in "
+    "the satellite record came in September 2012, at about 3.4 million square kilometres. Much of the old, thick ice "
+    "has gone, leaving younger and thinner ice."
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("year", "expected"), [("2007", Label.contradicted), ("2012", Label.supported)])
+def test_another_year_beside_the_sentence_read_as_support_rules_support_out(
+    judge: LocalJudge, year: str, expected: Label
+) -> None:
+    # For 2007 the sentence read as support is another one (the yearly minimum in September); the
+    # record low's own sentence gives 2012, and it says more of the claim (conflict_beside).
+    claim = f"The smallest Arctic sea ice extent in the satellite record was recorded in September {year}."
+    [verdict] = judge.judge_sync([JudgeRequest(claim=claim, passages=[SEA_ICE_PAGE], title="Arctic sea ice")])
+    assert verdict.label == expected
+    assert verdict.evidence_quote is not None and "September 2012" in verdict.evidence_quote
+
+
+SEA_LEVEL_PAGE = (
+    "Global mean sea level has risen by about 20 centimetres since 1900. Over the last century the rate of rise "
+    "increased from 1.4 millimetres per year to 3.6 millimetres per year. Warming water expands, and melting "
+    "glaciers and ice sheets add water to the ocean."
+)
+CBT_PAGE = (
+    "Cognitive behavioural therapy (CBT) is a talking therapy that can help you manage your problems by changing "
+    "the way you think and behave. It is most commonly used to treat anxiety and depression. CBT deals with your "
+    "current problems, rather than focusing on issues from your past. A course usually lasts between 5 and 20 "
+    "sessions."
+)
+HAY_FEVER_PAGE = (
+    "Hay fever is usually worse between late March and September, when the pollen count is highest. There is "
+    "currently no cure for hay fever. Some people believe that eating local honey helps with hay fever. "
+    "Antihistamine tablets and steroid nasal sprays can ease the symptoms."
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("claim", "page", "expected"),
+    [
+        # A change told the other way round (swapped_change).
+        (
+            "The rate of global sea level rise slowed from 3.6 millimetres per year to 1.4 millimetres per year.",
+            SEA_LEVEL_PAGE,
+            Label.not_found,
+        ),
+        (
+            "The rate of global sea level rise increased from 1.4 millimetres per year to 3.6 millimetres per year.",
+            SEA_LEVEL_PAGE,
+            Label.supported,
+        ),
+        # What is preferred and what is passed over, swapped (preferred_swap).
+        ("CBT focuses on issues from your past rather than on your current problems.", CBT_PAGE, Label.not_found),
+        ("CBT deals with your current problems rather than issues from your past.", CBT_PAGE, Label.supported),
+        # A popular belief reported is not the page's own claim (_SUPPOSING).
+        ("Eating local honey helps with hay fever.", HAY_FEVER_PAGE, Label.not_found),
+    ],
+)
+def test_a_reversed_change_a_swapped_preference_or_a_reported_belief_backs_nothing(
+    judge: LocalJudge, claim: str, page: str, expected: Label
+) -> None:
+    [verdict] = judge.judge_sync([JudgeRequest(claim=claim, passages=[page])])
+    assert verdict.label == expected
