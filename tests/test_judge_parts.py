@@ -1232,3 +1232,40 @@ def test_a_popular_belief_is_not_asserted() -> None:
     assert not checks.unasserted(
         "Exercise helps with depression.", "Many experts believe that exercise helps with depression."
     )
+
+
+def test_a_null_result_reads_the_rest_of_the_claim_in_the_pages_title() -> None:
+    # The results sentence leaves the study's population and treatment to the title.
+    claim = (
+        "The trial found that yoga significantly improved sleep quality in older women with insomnia after six months."
+    )
+    sentence = "Sleep quality scores did not differ between groups at six months (p=0.38)."
+    title = "Yoga for insomnia in older women: a randomised controlled trial"
+    assert checks.null_result(claim, sentence) is None
+    assert checks.null_result(claim, sentence, topic=title) == "improved"
+    assert checks.says_otherwise(claim, sentence, title) == "improved"
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "unasserted"),
+    [
+        (
+            "The signatory countries have already cut methane emissions by 30%.",
+            "The agreement, which aims to cut methane emissions by 30% by 2030, was signed by 100 countries in 2021.",
+            True,
+        ),
+        (
+            "Drug X is safe for long-term use in children.",
+            "Larger trials are planned to assess long-term safety in children.",
+            True,
+        ),
+        ("Drug X is safe for long-term use in children.", "The trial will assess long-term safety in children.", True),
+        (
+            "Drug X is safe for long-term use in children.",
+            "The trial found that drug X was safe for long-term use in children.",
+            False,
+        ),
+    ],
+)
+def test_a_programmes_aim_or_a_planned_study_is_not_asserted(claim: str, sentence: str, unasserted: bool) -> None:
+    assert checks.unasserted(claim, sentence) == unasserted

@@ -1093,3 +1093,27 @@ def test_a_reversed_change_a_swapped_preference_or_a_reported_belief_backs_nothi
 ) -> None:
     [verdict] = judge.judge_sync([JudgeRequest(claim=claim, passages=[page])])
     assert verdict.label == expected
+
+
+YOGA_PAGE = (
+    "Insomnia is common in later life and is often treated with hypnotic drugs. We randomly assigned 180 women aged "
+    "60-80 years with chronic insomnia to 24 weeks of twice-weekly yoga classes or to a sleep-hygiene education "
+    "control. The primary outcome was the Pittsburgh Sleep Quality Index. Anxiety scores fell by 22% with yoga and "
+    "by 6% with education (p=0.01). However, sleep quality scores did not differ between groups at six months "
+    "(p=0.38). Adverse events were rare in both arms."
+)
+
+
+@pytest.mark.slow
+def test_a_null_result_whose_study_the_title_names_takes_support_back(judge: LocalJudge) -> None:
+    # The results sentence names neither yoga nor the women; the title does (null_result's topic).
+    # Without it, the methods sentence was read as support.
+    claim = "The trial found that yoga significantly improved sleep quality in older women with chronic insomnia."
+    request = JudgeRequest(
+        claim=claim,
+        passages=[YOGA_PAGE],
+        title="Yoga for chronic insomnia in older women: a randomised controlled trial",
+    )
+    [verdict] = judge.judge_sync([request])
+    assert verdict.label != Label.supported
+    assert verdict.evidence_quote is not None and "did not differ" in verdict.evidence_quote

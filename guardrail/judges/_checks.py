@@ -999,7 +999,7 @@ def speaks_of_the_study(sentence: str) -> bool:
 
 
 @functools.lru_cache(maxsize=_TEXT_CACHE)
-def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | None:
+def null_result(claim: str, sentence: str, min_overlap: float = 0.4, topic: str = "") -> str | None:
     """A word by which a claim that states no negation says that something has an effect or does
     better ("improves", "reduces", "better than") where ``sentence`` reports that a study found no
     such effect on the claim's outcome: "improves" for "Mindfulness training improves working memory
@@ -1011,7 +1011,9 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     result: a comparison at baseline, in a subgroup or the control arm, of an add-on, of two forms of
     the subject ("between aerobic and resistance exercise"), on another outcome of the same kind
     ("rectal cancer" for "colon cancer"), or against a claim of equal or little effect ("as effective
-    as"). None otherwise."""
+    as"). ``topic`` (the page's title or the sentence's heading) counts toward the rest of the claim:
+    a study's title names the population and the treatment that its results leave unsaid. None
+    otherwise."""
     if (
         negation_count(claim)
         or _EQUAL_CLAIM.search(claim)
@@ -1049,7 +1051,7 @@ def null_result(claim: str, sentence: str, min_overlap: float = 0.4) -> str | No
     if not (named or speaks_of_the_study(sentence)):
         return None
     rest = " ".join(w for w in _WORD.findall(claim) if w.lower() != effect)
-    if overlap(rest, sentence) < min_overlap:
+    if overlap(rest, f"{topic} {sentence}") < min_overlap:
         return None
     rest_of_sentence = plain
     for _, clause in clauses:
@@ -1138,10 +1140,11 @@ def _clause_around(sentence: str, start: int, end: int) -> str:
     return sentence[(before[-1] if before else 0) : (after.start() if after else len(sentence))]
 
 
-def says_otherwise(claim: str, sentence: str) -> str | None:
+def says_otherwise(claim: str, sentence: str, topic: str = "") -> str | None:
     """The claim's word that ``sentence`` denies (:func:`denial`) or reports no effect for
-    (:func:`null_result`), else None: either way the sentence states the opposite of the claim."""
-    return denial(claim, sentence) or null_result(claim, sentence)
+    (:func:`null_result`, read with the ``topic`` of its page), else None: either way the sentence
+    states the opposite of the claim."""
+    return denial(claim, sentence) or null_result(claim, sentence, topic=topic)
 
 
 @functools.lru_cache(maxsize=_TEXT_CACHE)
@@ -1195,11 +1198,16 @@ _AIMING = re.compile(
     r"(?:evidence|claim|hypothesis|idea|notion|view|possibility|assumption|proposition|question)\s+that\b"
     r"|\b(?:this|the|our)\s+(?:\w+\s+)?(?:study|trial|review|analysis)\s+(?:investigat|examin|assess|evaluat"
     r"|explor)\w*\s+(?:the\s+)?"
-    r"(?:effects?|association|efficacy|impact|role|relationship)\b",
+    r"(?:effects?|association|efficacy|impact|role|relationship)\b"
+    r"|\b(?:which|that)\s+(?:aims?|seeks?|intends?)\s+to\b|\baiming\s+to\b"
+    r"|\b(?:is|are|was|were)\s+(?:planned|scheduled|intended)\s+to\s+(?:assess|evaluate|examine|test|investigate"
+    r"|determine|study|explore|establish)\b"
+    r"|\bwill\s+(?:assess|evaluate|examine|test|investigate|determine|explore|establish)\b",
     re.IGNORECASE,
 )
-"""What a study set out to do ("The aim of this trial was to test ...", "We sought to ...", "This
-review evaluates the evidence that ..."): its finding is elsewhere."""
+"""What a study or a programme set out to do ("The aim of this trial was to test ...", "We sought
+to ...", "This review evaluates the evidence that ...", "the Pledge, which aims to cut emissions by
+30%", "Larger trials are planned to assess long-term safety"): its finding, if any, is elsewhere."""
 _SUPPOSING = re.compile(
     r"\b(?:hypothes[ie][sz]e[ds]?|postulated|speculated)\s+that\b|\bhypothesis\s+(?:is\s+|was\s+)?that\b"
     r"|\bit\s+(?:has\s+been|had\s+been|was)\s+(?:suggested|proposed|hypothesi[sz]ed|speculated|postulated)\b"

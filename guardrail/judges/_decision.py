@@ -94,7 +94,8 @@ def denied_by(scored: Scored, units: list[Unit]) -> Unit | None:
     loose = lead is not None and checks.opens_with(scored.claim, lead)
     for unit in units:
         about = loose or unit.features[_ABOUT_CONFLICT] > 0.5
-        if about and checks.says_otherwise(scored.claim, scored.units[unit.index].text):
+        sentence = scored.units[unit.index]
+        if about and checks.says_otherwise(scored.claim, sentence.text, sentence.topic or ""):
             return unit
     return None
 

@@ -97,14 +97,17 @@ def lead_name(claim: str) -> str | None:
     return None
 
 
-def conflicts_of(claim: str, text: str, referent: str = "") -> tuple[bool, bool, bool, bool, bool, bool, bool]:
+def conflicts_of(
+    claim: str, text: str, referent: str = "", topic: str = ""
+) -> tuple[bool, bool, bool, bool, bool, bool, bool]:
     """(number, year, name, negation, antonym, role, rank): what the sentence states otherwise.
 
     ``referent`` is the name that a sentence opening with "It" or "The film" stands for (the claim's
     subject, where the page's topic or the sentence before names it): it counts as the sentence's
     when asking whether the sentence says the rest of the claim with another number or year, or
     negated ("It was published in 1859" after "On the Origin of Species is a work by Charles
-    Darwin").
+    Darwin"). ``topic`` is the sentence's page title or heading, read with a study's null result
+    (:func:`~guardrail.judges._checks.null_result`).
 
     A claim that denies something ("is not an American series", "was not the first woman") is at
     odds only with its own negation: another value, year, name or rank ("is a French series",
@@ -124,7 +127,7 @@ def conflicts_of(claim: str, text: str, referent: str = "") -> tuple[bool, bool,
     # A sentence that denies the claim's own word ("did not reduce the risk" for "reduces the
     # risk") or reports no effect where it claims one ("did not differ between groups") states its
     # opposite as surely as an antonym does.
-    antonym = checks.antonym_flip(claim, text, 0.5) is not None or checks.says_otherwise(claim, text) is not None
+    antonym = checks.antonym_flip(claim, text, 0.5) is not None or checks.says_otherwise(claim, text, topic) is not None
     role = checks.role_swap(claim, text) is not None
     rank = checks.other_rank(claim, text)
     if checks.negation_count(claim) % 2:
@@ -166,7 +169,7 @@ def unit_features(scored: Scored, index: int, readings: list[Candidate], parts: 
     opens = opens_with_reference(unit.text)
     # "It was published in 1859" after a sentence naming the claim's subject: "It" stands for that name.
     referent = lead if opens and lead is not None and (in_topic or in_previous) else ""
-    number, year, name, negation, antonym, role, rank = conflicts_of(claim, unit.text, referent)
+    number, year, name, negation, antonym, role, rank = conflicts_of(claim, unit.text, referent, unit.topic or "")
     # A study's null result on the claim's outcome ("Scores did not differ between groups") speaks of
     # what the study tested, as "It" does. Only for a conflict: "Heart rate was similar between
     # groups" backs no claim of the study's subject.
