@@ -1269,3 +1269,26 @@ def test_a_null_result_reads_the_rest_of_the_claim_in_the_pages_title() -> None:
 )
 def test_a_programmes_aim_or_a_planned_study_is_not_asserted(claim: str, sentence: str, unasserted: bool) -> None:
     assert checks.unasserted(claim, sentence) == unasserted
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "topic", "word"),
+    [
+        (
+            "Asthma can now be cured by using a preventer inhaler every day.",
+            "There is currently no cure, but treatment can help control the symptoms.",
+            "Asthma",
+            "cured",
+        ),
+        ("Antibiotics cure viral infections.", "There is no cure for viral infections such as colds.", "", "cure"),
+        ("Hepatitis C can be cured with tablets.", "There is currently no cure for hepatitis C.", "Hepatitis", "cured"),
+        # Another thing without a cure, a claim that itself denies one, or no cure said: nothing.
+        ("Hepatitis C can be cured with tablets.", "There is currently no cure for hepatitis B.", "Hepatitis", None),
+        ("Antibiotics cure viral infections.", "There is no cure for diabetes.", "", None),
+        ("There is no cure for asthma.", "There is currently no cure for asthma.", "Asthma", None),
+        ("Asthma can be cured.", "Treatment can help control the symptoms.", "Asthma", None),
+        ("Asthma can be cured.", "There is currently no cure, but treatment helps.", "Hay fever", None),
+    ],
+)
+def test_a_page_saying_there_is_no_cure_denies_a_cure(claim: str, sentence: str, topic: str, word: str | None) -> None:
+    assert checks.no_cure(claim, sentence, topic) == word

@@ -19,7 +19,7 @@ from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
 from guardrail.core.extract import split_sentences
 from guardrail.judges import _checks as checks
 from guardrail.judges._candidates import build_candidates, restatements
-from guardrail.judges._decision import DecisionModel, load_decision, support_conflicts, withheld_support
+from guardrail.judges._decision import DecisionModel, denied_by, load_decision, support_conflicts, withheld_support
 from guardrail.judges._features import REQUEST_FEATURES, UNIT_FEATURES, units_of
 from guardrail.judges.local import LocalJudge, LocalJudgeConfig
 from guardrail.runtime import build_judge
@@ -1117,3 +1117,43 @@ def test_a_null_result_whose_study_the_title_names_takes_support_back(judge: Loc
     [verdict] = judge.judge_sync([request])
     assert verdict.label != Label.supported
     assert verdict.evidence_quote is not None and "did not differ" in verdict.evidence_quote
+
+
+ECZEMA_PAGE = (
+    "Eczema is a condition that makes the skin itchy, dry and cracked. It is most common in small children, but it "
+    "can continue into adulthood. There is currently no cure, although many children find their symptoms improve as "
+    "they get older. Emollients are moisturising treatments applied to the skin every day to reduce water loss and "
+    "cover it with a protective film. Most people with eczema use an emollient every day, even when the skin is "
+    "clear. Topical corticosteroids can be used to reduce swelling and redness during flare-ups."
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("claim", "expected"),
+    [
+        ("Eczema can now be cured by applying an emollient to the skin every day.", Label.not_found),
+        ("Emollients applied to the skin every day reduce water loss in eczema.", Label.supported),
+    ],
+)
+def test_a_page_saying_there_is_no_cure_takes_a_cure_back(judge: LocalJudge, claim: str, expected: Label) -> None:
+    # The model reads the emollient sentence as entailing the cure (0.86 supported without no_cure).
+    [verdict] = judge.judge_sync([JudgeRequest(claim=claim, passages=[ECZEMA_PAGE], title="Atopic eczema")])
+    assert verdict.label == expected
+    if expected == Label.not_found:
+        assert verdict.evidence_quote is not None and "no cure" in verdict.evidence_quote
+
+
+def test_no_cure_is_found_in_sentences_the_model_did_not_read() -> None:
+    # Retrieval may leave "There is currently no cure" out of the sentences read; denied_by reads it anyway.
+    claim = "Eczema can now be cured by applying an emollient to the skin every day."
+    scored = build_candidates(
+        JudgeRequest(claim=claim, passages=[ECZEMA_PAGE], title="Atopic eczema"), LocalJudgeConfig()
+    )
+    index = denied_by(scored, [])
+    assert index is not None and scored.units[index].text.startswith("There is currently no cure")
+    other = "Emollients applied to the skin every day reduce water loss in eczema."
+    scored = build_candidates(
+        JudgeRequest(claim=other, passages=[ECZEMA_PAGE], title="Atopic eczema"), LocalJudgeConfig()
+    )
+    assert denied_by(scored, []) is None

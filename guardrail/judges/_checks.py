@@ -1140,11 +1140,44 @@ def _clause_around(sentence: str, start: int, end: int) -> str:
     return sentence[(before[-1] if before else 0) : (after.start() if after else len(sentence))]
 
 
+_CURE_WORD = re.compile(r"\b(?:cure[sd]?|curing|curable)\b", re.IGNORECASE)
+_NO_CURE = re.compile(
+    r"\b(?:(?:there\s+is|there['’]s|there\s+are)\s+(?:currently\s+|still\s+|as\s+yet\s+)?no\s+"
+    r"(?:known\s+|effective\s+|permanent\s+)?cures?|(?:cannot|can['’]t|can\s+not)\s+(?:yet\s+)?be\s+cured"
+    r"|(?:is|are)\s+(?:currently\s+|still\s+)?(?:incurable|not\s+curable)|no\s+(?:known\s+)?cure\s+(?:exists|is\s+known"
+    r"|has\s+(?:yet\s+)?been\s+found))\b(?:\s+for\s+(?P<what>[^,.;:]+))?",
+    re.IGNORECASE,
+)
+
+
+def no_cure(claim: str, sentence: str, topic: str = "") -> str | None:
+    """The claim's word of curing ("cured") where ``sentence`` says that what the claim cures has
+    no cure ("There is currently no cure, but treatment can help" on the page "Asthma", for
+    "Asthma can now be cured by using a preventer inhaler"; "there is no cure for viral infections"
+    for "Antibiotics cure viral infections"). What has no cure must be the claim's: each of the first
+    words after "no cure for" is the claim's, else the claim's words before its cure word are said
+    in the sentence or its ``topic``. None for a claim that itself denies, or where nothing says so."""
+    word = _CURE_WORD.search(claim)
+    if word is None or negation_count(claim):
+        return None
+    said = _NO_CURE.search(sentence)
+    if said is None:
+        return None
+    if said.group("what"):
+        # Each word naming it is the claim's: "hepatitis B" is not "hepatitis C".
+        named = [w for w in _WORD.findall(said.group("what").lower())[:3] if w not in STOPWORDS]
+        claimed = {_stem(w) for w in _WORD.findall(claim.lower())}
+        about = bool(named) and all(_stem(w) in claimed for w in named)
+    else:
+        about = bool(content_words(claim[: word.start()]) & content_words(f"{topic} {sentence}"))
+    return word.group(0) if about else None
+
+
 def says_otherwise(claim: str, sentence: str, topic: str = "") -> str | None:
-    """The claim's word that ``sentence`` denies (:func:`denial`) or reports no effect for
-    (:func:`null_result`, read with the ``topic`` of its page), else None: either way the sentence
-    states the opposite of the claim."""
-    return denial(claim, sentence) or null_result(claim, sentence, topic=topic)
+    """The claim's word that ``sentence`` denies (:func:`denial`), reports no effect for
+    (:func:`null_result`, read with the ``topic`` of its page) or says there is no cure for
+    (:func:`no_cure`), else None: either way the sentence states the opposite of the claim."""
+    return denial(claim, sentence) or null_result(claim, sentence, topic=topic) or no_cure(claim, sentence, topic)
 
 
 @functools.lru_cache(maxsize=_TEXT_CACHE)

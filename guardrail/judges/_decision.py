@@ -77,8 +77,8 @@ def withheld_support(x: np.ndarray) -> np.ndarray:
 _ABOUT_CONFLICT = UNIT_FEATURES.index("conflict_about_subject")
 
 
-def denied_by(scored: Scored, units: list[Unit]) -> Unit | None:
-    """The sentence read that denies the claim's effect or reports that a study found none
+def denied_by(scored: Scored, units: list[Unit]) -> int | None:
+    """The index of a sentence that denies the claim's effect or reports that a study found none
     (:func:`~guardrail.judges._checks.says_otherwise`: "breeding density did not differ between
     farms with and without boxes" for "Installing nest boxes increased the breeding density"),
     about the claim's subject; None where no sentence read does. Such a page backs the claim with no
@@ -86,7 +86,12 @@ def denied_by(scored: Scored, units: list[Unit]) -> Unit | None:
     (:func:`decide` makes that ``not_found``, the page saying both). Where nothing on the page backs
     the claim, the sentence contradicts it: the model reads a null result as neutral more often than
     not. Not modelled by the fitting: on the recorded fit, tune and eval parts it fires on two
-    requests (FEVER-Symmetric, both refuted and already read ``contradicted``)."""
+    requests (FEVER-Symmetric, both refuted and already read ``contradicted``).
+
+    A page saying that what the claim cures has no cure (:func:`~guardrail.judges._checks.no_cure`,
+    which tests the subject itself) is found in every sentence, read or not: "There is currently no
+    cure" on the page "Asthma" was not among the sentences retrieval put first for "Asthma can now
+    be cured by using a preventer inhaler", whose inhaler sentence the model read as entailing it."""
     lead = lead_name(scored.claim)
     # A claim whose only name is the capitalised word opening it ("Daily low-dose aspirin ...") may
     # name nothing: a sentence without that word can still be about its subject, and
@@ -96,7 +101,10 @@ def denied_by(scored: Scored, units: list[Unit]) -> Unit | None:
         about = loose or unit.features[_ABOUT_CONFLICT] > 0.5
         sentence = scored.units[unit.index]
         if about and checks.says_otherwise(scored.claim, sentence.text, sentence.topic or ""):
-            return unit
+            return unit.index
+    for index, sentence in enumerate(scored.units):
+        if checks.no_cure(scored.claim, sentence.text, sentence.topic or ""):
+            return index
     return None
 
 
@@ -395,12 +403,12 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
     if support is not None and p_support >= model.support_threshold:
         # A support the page itself takes back: it also says otherwise about the claim's subject
         # (withheld_support, denied_by), or it only asks about the claim (only_asked).
-        otherwise = contra if contra is not None and withheld else denied_by(scored, units)
+        otherwise = contra.index if contra is not None and withheld else denied_by(scored, units)
         if otherwise is not None:
             return JudgeVerdict(
                 label="not_found",
                 reason=Reason.conflicting_evidence.value,
-                evidence_quote=scored.units[otherwise.index].text,
+                evidence_quote=scored.units[otherwise].text,
                 confidence=model.confidence(NF, 1.0 - p_support),
             )
         if only_asked(scored):
@@ -423,7 +431,7 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
         stated = model.conflict_threshold if model.conflict_threshold is not None else contra_bar
         return JudgeVerdict(
             label="contradicted",
-            evidence_quote=scored.units[denier.index].text,
+            evidence_quote=scored.units[denier].text,
             confidence=model.confidence(CONTRA, max(float(p[CONTRA]), stated)),
         )
     verdict = JudgeVerdict(label="not_found", confidence=model.confidence(NF, float(p[NF])))
