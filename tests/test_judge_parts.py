@@ -1292,3 +1292,53 @@ def test_a_programmes_aim_or_a_planned_study_is_not_asserted(claim: str, sentenc
 )
 def test_a_page_saying_there_is_no_cure_denies_a_cure(claim: str, sentence: str, topic: str, word: str | None) -> None:
     assert checks.no_cure(claim, sentence, topic) == word
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "topic", "word"),
+    [
+        (
+            "Vertically migrating fish species ingested microplastics much more frequently than non-migratory species.",
+            "Ingestion frequency did not differ between species that migrate vertically and non-migratory species.",
+            "Microplastic ingestion by mesopelagic fishes",
+            "more",
+        ),
+        (
+            "Drug A lowered blood pressure more than drug B.",
+            "Blood pressure reductions did not differ between drug A and drug B.",
+            "",
+            "more",
+        ),
+        # Another outcome, a baseline comparison, the sentence's own comparison, or a claim of no difference.
+        (
+            "Women were more likely than men to report pain.",
+            "Heart rate did not differ between men and women.",
+            "",
+            None,
+        ),
+        (
+            "Drug A lowered blood pressure more than drug B.",
+            "Blood pressure did not differ between drug A and drug B at baseline.",
+            "",
+            None,
+        ),
+        (
+            "Drug A lowered blood pressure more than drug B.",
+            "Heart rate did not differ, but drug A lowered blood pressure more than drug B.",
+            "",
+            None,
+        ),
+        (
+            "Drug A was as effective as drug B at lowering blood pressure.",
+            "Blood pressure reductions did not differ between drug A and drug B.",
+            "",
+            None,
+        ),
+    ],
+)
+def test_no_difference_between_what_the_claim_compares_says_otherwise(
+    claim: str, sentence: str, topic: str, word: str | None
+) -> None:
+    assert checks.no_difference(claim, sentence, topic) == word
+    # null_result may name the claim's verb first ("lowered"): either way, the sentence says otherwise.
+    assert (checks.says_otherwise(claim, sentence, topic) is not None) == (word is not None)

@@ -1157,3 +1157,24 @@ def test_no_cure_is_found_in_sentences_the_model_did_not_read() -> None:
         JudgeRequest(claim=other, passages=[ECZEMA_PAGE], title="Atopic eczema"), LocalJudgeConfig()
     )
     assert denied_by(scored, []) is None
+
+
+SEABIRD_PAGE = (
+    "Seabirds feed on fish near the ocean surface, where floating plastic gathers. We examined the stomach contents "
+    "of 412 seabirds of nine species found dead on beaches in Portugal between 2018 and 2021. Plastic fragments were "
+    "found in 61% of the birds. Most fragments were polyethylene films. Plastic occurrence did not differ between "
+    "species that dive for their prey and species that feed at the surface. Birds found after winter storms held "
+    "more fragments than those found in summer."
+)
+
+
+@pytest.mark.slow
+def test_no_difference_between_the_compared_groups_contradicts_a_comparison(judge: LocalJudge) -> None:
+    # Without _checks.no_difference it reads not_found: the model reads the sentence as neutral.
+    claim = "Diving seabird species swallowed plastic more often than surface-feeding species."
+    request = JudgeRequest(
+        claim=claim, passages=[SEABIRD_PAGE], title="Plastic ingestion by seabirds stranded on the Portuguese coast"
+    )
+    [verdict] = judge.judge_sync([request])
+    assert verdict.label == Label.contradicted
+    assert verdict.evidence_quote is not None and "did not differ" in verdict.evidence_quote

@@ -1173,11 +1173,39 @@ def no_cure(claim: str, sentence: str, topic: str = "") -> str | None:
     return word.group(0) if about else None
 
 
+def no_difference(claim: str, sentence: str, topic: str = "") -> str | None:
+    """The claim's comparison word ("more") where ``sentence`` reports no difference between the
+    two things the claim compares: "more" for "Vertically migrating fish species ingested
+    microplastics more frequently than non-migratory species" against "Ingestion frequency did not
+    differ between species that migrate vertically each night and non-migratory species". The
+    sentence must name what the claim compares with and something of its other side, say at least
+    half of the claim with the page's ``topic``, and not compare them itself. No result at
+    baseline or in a subgroup, and none for a claim that denies or claims no difference. None
+    otherwise."""
+    if negation_count(claim) or _EQUAL_CLAIM.search(claim) or _BASELINE.search(sentence) or _SUBGROUP.search(sentence):
+        return None
+    plain = _PARENTHESES.sub(" ", sentence)
+    if not _NULL_RESULT.search(plain) or _comparisons(plain):
+        return None
+    said = content_words(plain)
+    for comp in _comparisons(claim):
+        other = content_words(comp.other.replace("-", " ")) or {comp.other}  # "non-migratory"
+        if other <= said and comp.subject - other & said and overlap(claim, f"{topic} {plain}") >= 0.5:
+            return comp.word
+    return None
+
+
 def says_otherwise(claim: str, sentence: str, topic: str = "") -> str | None:
-    """The claim's word that ``sentence`` denies (:func:`denial`), reports no effect for
-    (:func:`null_result`, read with the ``topic`` of its page) or says there is no cure for
-    (:func:`no_cure`), else None: either way the sentence states the opposite of the claim."""
-    return denial(claim, sentence) or null_result(claim, sentence, topic=topic) or no_cure(claim, sentence, topic)
+    """The claim's word that ``sentence`` denies (:func:`denial`), reports no effect or no
+    difference for (:func:`null_result`, :func:`no_difference`, read with the ``topic`` of its page)
+    or says there is no cure for (:func:`no_cure`), else None: either way the sentence states the
+    opposite of the claim."""
+    return (
+        denial(claim, sentence)
+        or null_result(claim, sentence, topic=topic)
+        or no_difference(claim, sentence, topic)
+        or no_cure(claim, sentence, topic)
+    )
 
 
 @functools.lru_cache(maxsize=_TEXT_CACHE)
