@@ -1178,3 +1178,18 @@ def test_no_difference_between_the_compared_groups_contradicts_a_comparison(judg
     [verdict] = judge.judge_sync([request])
     assert verdict.label == Label.contradicted
     assert verdict.evidence_quote is not None and "did not differ" in verdict.evidence_quote
+
+
+@pytest.mark.slow
+def test_a_support_read_from_nothing_quotes_the_sentence_that_says_the_claim_best(judge: LocalJudge) -> None:
+    # The classifier backs this claim while the model reads no sentence as entailing it; the most
+    # supporting sentence was then "Adverse events were rare in both arms." (quoted_unit).
+    claim = "In the trial, yoga reduced anxiety scores in older women with chronic insomnia more than education did."
+    request = JudgeRequest(
+        claim=claim,
+        passages=[YOGA_PAGE],
+        title="Yoga for chronic insomnia in older women: a randomised controlled trial",
+    )
+    [verdict] = judge.judge_sync([request])
+    assert verdict.label == Label.supported
+    assert verdict.evidence_quote is not None and checks.overlap(claim, verdict.evidence_quote) >= 0.3

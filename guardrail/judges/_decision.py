@@ -352,6 +352,29 @@ def settled(scored: Scored, model: DecisionModel, config: LocalJudgeConfig, sett
     )
 
 
+QUOTE_ENTAILMENT = 0.5
+"""How surely the model must read the sentence a support rests on as entailing the claim for it to
+be the quote; below it, :func:`quoted_unit` quotes the sentence that says the claim best."""
+_ENT_BEST = UNIT_FEATURES.index("ent_best")
+
+
+def quoted_unit(units: list[Unit], support: Unit) -> Unit:
+    """The sentence to quote for a ``supported`` verdict: the one support rests on, unless the model
+    reads nothing in it as entailing the claim (under :data:`QUOTE_ENTAILMENT`); then the sentence
+    read whose entailment and share of the claim's words together are highest. The classifier
+    may back a claim on what the page says across sentences while its most supporting sentence
+    reads 0.0 and shares no word with the claim ("The settlement is frequently cited by political
+    scientists as the origin of ..." for "It brought the Thirty Years' War to a close"): such a
+    quote tells a reader nothing. The label stays the classifier's."""
+    if float(support.features[_ENT_BEST]) >= QUOTE_ENTAILMENT:
+        return support
+
+    def says(unit: Unit) -> float:
+        return float(unit.features[_ENT_BEST]) + float(unit.features[_UNIT_OVERLAP])
+
+    return max(units, key=lambda u: (says(u), u is support))
+
+
 def _support_quote(scored: Scored, unit: Unit) -> tuple[str, str | None]:
     """The sentence that decided (the quote), and the window around it as ``context`` where the
     window reads as support and the sentence alone does not (None otherwise)."""
@@ -414,7 +437,7 @@ def decide(scored: Scored, config: LocalJudgeConfig, model: DecisionModel) -> Ju
         if only_asked(scored):
             return JudgeVerdict(label="not_found", confidence=model.confidence(NF, 1.0 - p_support))
         parts = [part for part, _ in scored.parts] if split else None
-        quote, context = _support_quote(scored, support)
+        quote, context = _support_quote(scored, quoted_unit(units, support))
         return JudgeVerdict(
             label="supported",
             evidence_quote=quote,
