@@ -581,7 +581,7 @@ _NEGATION = re.compile(
 )
 
 
-_MONTH_NAMES = r"(?:january|february|march|april|may|june|july|august|september|october|november|december)"
+_MONTH_NAMES = "(?:" + "|".join(sorted(_MONTHS)) + ")"
 _FULL_DATE = re.compile(
     r"\b(?:(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>" + _MONTH_NAMES + r")"
     r"|(?P<month2>" + _MONTH_NAMES + r")\s+(?P<day2>[0-3]?\d)(?:st|nd|rd|th)?,?)\s+(?P<year>1\d{3}|20\d{2})\b",
@@ -1190,7 +1190,7 @@ def no_difference(claim: str, sentence: str, topic: str = "") -> str | None:
     said = content_words(plain)
     for comp in _comparisons(claim):
         other = content_words(comp.other.replace("-", " ")) or {comp.other}  # "non-migratory"
-        if other <= said and comp.subject - other & said and overlap(claim, f"{topic} {plain}") >= 0.5:
+        if other <= said and (comp.subject - other) & said and overlap(claim, f"{topic} {plain}") >= 0.5:
             return comp.word
     return None
 
