@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.chat_engine import ContextChatEngine
+from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from guardrail import CitationBlocked, Label, Policy, Settings, Verifier
@@ -56,7 +57,10 @@ def chat_engine(site: LoopbackSite) -> ContextChatEngine:
         NodeWithScore(node=TextNode(text="Boiling point of water.", metadata={"url": site.url("/boiling")}), score=1.0),
         NodeWithScore(node=TextNode(text="Titanic (1997 film).", metadata={"url": site.url("/titanic")}), score=0.9),
     ]
-    return ContextChatEngine.from_defaults(retriever=FixedRetriever(nodes), llm=ScriptedLLM([ANSWER]))
+    # A plain buffer, not the default Memory: that keeps an aiosqlite database whose worker thread
+    # outlives an async test's loop ("Event loop is closed" in the thread, seen once in CI).
+    memory = ChatMemoryBuffer.from_defaults()
+    return ContextChatEngine.from_defaults(retriever=FixedRetriever(nodes), llm=ScriptedLLM([ANSWER]), memory=memory)
 
 
 def _check(text: str, report: Any) -> None:

@@ -123,8 +123,10 @@ def test_both_names_or_an_unknown_option_is_an_error() -> None:
 def _chat_engine() -> Any:
     from llama_index.core.chat_engine import SimpleChatEngine
     from llama_index.core.llms import MockLLM
+    from llama_index.core.memory import ChatMemoryBuffer
 
-    return SimpleChatEngine.from_defaults(llm=MockLLM())
+    # A plain buffer: the default Memory leaves an aiosqlite connection open (see test_llamaindex_chat).
+    return SimpleChatEngine.from_defaults(llm=MockLLM(), memory=ChatMemoryBuffer.from_defaults())
 
 
 # -- instrumentation ---------------------------------------------------------------------------
