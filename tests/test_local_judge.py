@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from guardrail import ClaimTask, Fact, JudgeRequest, Label, Settings, Verifier
+from guardrail import ClaimTask, Fact, JudgeRequest, JudgeVerdict, Label, Settings, Verifier
 from guardrail.core.extract import split_sentences
 from guardrail.judges import _checks as checks
 from guardrail.judges._candidates import build_candidates, restatements
@@ -1026,6 +1026,15 @@ def test_a_model_folder_that_holds_no_model_is_refused_at_once(tmp_path: Path) -
         assert str(folder) in str(error.value)
 
 
+def _judged(judge: LocalJudge, claim: str, page: str, title: str | None = None) -> JudgeVerdict:
+    """The judge's verdict on one claim against one page (with its title)."""
+    [verdict] = judge.judge_sync([JudgeRequest(claim=claim, passages=[page], title=title)])
+    return verdict
+
+
+YOGA_TITLE = "Yoga for chronic insomnia in older women: a randomised controlled trial"
+
+
 SEA_ICE_PAGE = (
     "Arctic sea ice is seawater frozen at the surface of the Arctic Ocean. It spreads through the dark winter, peaks "
     "in March, and shrinks through the summer to its annual minimum in September. Satellite records of its extent "
@@ -1043,7 +1052,7 @@ def test_another_year_beside_the_sentence_read_as_support_rules_support_out(
     # For 2007 the sentence read as support is another one (the yearly minimum in September); the
     # record low's own sentence gives 2012, and it says more of the claim (conflict_beside).
     claim = f"The smallest Arctic sea ice extent in the satellite record was recorded in September {year}."
-    [verdict] = judge.judge_sync([JudgeRequest(claim=claim, passages=[SEA_ICE_PAGE], title="Arctic sea ice")])
+    verdict = _judged(judge, claim, SEA_ICE_PAGE, "Arctic sea ice")
     assert verdict.label == expected
     assert verdict.evidence_quote is not None and "September 2012" in verdict.evidence_quote
 
@@ -1091,7 +1100,7 @@ HAY_FEVER_PAGE = (
 def test_a_reversed_change_a_swapped_preference_or_a_reported_belief_backs_nothing(
     judge: LocalJudge, claim: str, page: str, expected: Label
 ) -> None:
-    [verdict] = judge.judge_sync([JudgeRequest(claim=claim, passages=[page])])
+    verdict = _judged(judge, claim, page)
     assert verdict.label == expected
 
 
@@ -1109,12 +1118,7 @@ def test_a_null_result_whose_study_the_title_names_takes_support_back(judge: Loc
     # The results sentence names neither yoga nor the women; the title does (null_result's topic).
     # Without it, the methods sentence was read as support.
     claim = "The trial found that yoga significantly improved sleep quality in older women with chronic insomnia."
-    request = JudgeRequest(
-        claim=claim,
-        passages=[YOGA_PAGE],
-        title="Yoga for chronic insomnia in older women: a randomised controlled trial",
-    )
-    [verdict] = judge.judge_sync([request])
+    verdict = _judged(judge, claim, YOGA_PAGE, YOGA_TITLE)
     assert verdict.label != Label.supported
     assert verdict.evidence_quote is not None and "did not differ" in verdict.evidence_quote
 
@@ -1138,7 +1142,7 @@ ECZEMA_PAGE = (
 )
 def test_a_page_saying_there_is_no_cure_takes_a_cure_back(judge: LocalJudge, claim: str, expected: Label) -> None:
     # The model reads the emollient sentence as entailing the cure (0.86 supported without no_cure).
-    [verdict] = judge.judge_sync([JudgeRequest(claim=claim, passages=[ECZEMA_PAGE], title="Atopic eczema")])
+    verdict = _judged(judge, claim, ECZEMA_PAGE, "Atopic eczema")
     assert verdict.label == expected
     if expected == Label.not_found:
         assert verdict.evidence_quote is not None and "no cure" in verdict.evidence_quote
@@ -1172,10 +1176,7 @@ SEABIRD_PAGE = (
 def test_no_difference_between_the_compared_groups_contradicts_a_comparison(judge: LocalJudge) -> None:
     # Without _checks.no_difference it reads not_found: the model reads the sentence as neutral.
     claim = "Diving seabird species swallowed plastic more often than surface-feeding species."
-    request = JudgeRequest(
-        claim=claim, passages=[SEABIRD_PAGE], title="Plastic ingestion by seabirds stranded on the Portuguese coast"
-    )
-    [verdict] = judge.judge_sync([request])
+    verdict = _judged(judge, claim, SEABIRD_PAGE, "Plastic ingestion by seabirds stranded on the Portuguese coast")
     assert verdict.label == Label.contradicted
     assert verdict.evidence_quote is not None and "did not differ" in verdict.evidence_quote
 
@@ -1185,11 +1186,6 @@ def test_a_support_read_from_nothing_quotes_the_sentence_that_says_the_claim_bes
     # The classifier backs this claim while the model reads no sentence as entailing it; the most
     # supporting sentence was then "Adverse events were rare in both arms." (quoted_unit).
     claim = "In the trial, yoga reduced anxiety scores in older women with chronic insomnia more than education did."
-    request = JudgeRequest(
-        claim=claim,
-        passages=[YOGA_PAGE],
-        title="Yoga for chronic insomnia in older women: a randomised controlled trial",
-    )
-    [verdict] = judge.judge_sync([request])
+    verdict = _judged(judge, claim, YOGA_PAGE, YOGA_TITLE)
     assert verdict.label == Label.supported
     assert verdict.evidence_quote is not None and checks.overlap(claim, verdict.evidence_quote) >= 0.3
