@@ -1049,7 +1049,7 @@ SEA_ICE_PAGE = (
 def test_another_year_beside_the_sentence_read_as_support_rules_support_out(
     judge: LocalJudge, year: str, expected: Label
 ) -> None:
-    # For 2007 the sentence read as support is another one (the yearly minimum in September); the
+    # For 2007 the sentence support rests on is another one (the September minimum's decline); the
     # record low's own sentence gives 2012, and it says more of the claim (conflict_beside).
     claim = f"The smallest Arctic sea ice extent in the satellite record was recorded in September {year}."
     verdict = _judged(judge, claim, SEA_ICE_PAGE, "Arctic sea ice")

@@ -144,9 +144,10 @@ def conflict_beside(units: list[Unit], support: Unit) -> Unit | None:
     """A sentence other than the one support rests on that states something else in the claim's
     place (:data:`_STATED_ON_THE_PAGE`, about the claim's subject) and says at least as much of the
     claim: the page's own account of what the claim is about. "The smallest minimum in the
-    satellite record came in September 2012" for "... was recorded in September 2007", beside "It
-    shrinks through the summer to its annual minimum in September", which the classifier read as
-    support (it weighs how much of the claim the page says). None otherwise. Certain for the same
+    satellite record came in September 2012" for "... was recorded in September 2007", beside
+    "Since then the September minimum has fallen by roughly 13% per decade", the sentence the
+    request's support rested on: ruled out, support's share goes to the other labels and the claim
+    reads ``contradicted`` instead of ``not_found``. None otherwise. Certain for the same
     reason as :func:`support_conflicts`: the closest statement of the claim gives another value.
     Not modelled by the fitting: on the recorded fit, tune and eval parts it changes no label."""
     said = float(support.features[_UNIT_OVERLAP])
