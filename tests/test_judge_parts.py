@@ -865,6 +865,54 @@ def test_another_doer_of_the_same_act_is_a_substituted_name(
     assert checks.substituted_entity(claim, sentence) == names
 
 
+PRODUCTION = "Production took place in Sydney, Canberra, Kununurra, and Bowen."
+
+
+@pytest.mark.parametrize(
+    ("claim", "sentence", "names"),
+    [
+        # Sydney stands in a list beside the claim's Canberra, not in the place of its film "Australia".
+        ("Canberra is the location where production of Australia (2008 film) took place.", PRODUCTION, None),
+        # In the claim's own list, another name of the sentence's list stands in the place of one it lacks.
+        (
+            "It starred Brad Pitt and Kate Winslet.",
+            "It stars Kate Winslet and Leonardo DiCaprio.",
+            ("Brad Pitt", "Leonardo DiCaprio"),
+        ),
+        (
+            "The American Civil War was fought between the East and the South.",
+            "The North and South quickly raised volunteer and conscription armies that fought mostly in the South.",
+            ("East", "North"),
+        ),
+        # A phrase and a subject after it are no list ("Born in New Orleans, Rice ...").
+        (
+            "Anne Rice was born in Fort Lauderdale.",
+            "Born in New Orleans, Rice spent much of her early life there before moving to Texas.",
+            ("Fort Lauderdale", "New Orleans"),
+        ),
+    ],
+)
+def test_a_name_listed_beside_one_of_the_claims_is_in_no_other_names_place(
+    claim: str, sentence: str, names: tuple[str, str] | None
+) -> None:
+    assert checks.substituted_entity(claim, sentence) == names
+
+
+@pytest.mark.parametrize(
+    ("text", "a", "b", "listed"),
+    [
+        (PRODUCTION, "Sydney", "Canberra", True),
+        (PRODUCTION, "Bowen", "Sydney", True),
+        ("It starred Brad Pitt and Kate Winslet.", "Brad Pitt", "Kate Winslet", True),
+        ("Born in New Orleans, Rice spent her early life there.", "New Orleans", "Rice", False),
+        ("Sydney is large and Canberra is the capital.", "Sydney", "Canberra", False),
+        ("Sydney, Canberra", "Sydney", "Perth", False),
+    ],
+)
+def test_names_listed_together(text: str, a: str, b: str, listed: bool) -> None:
+    assert checks._listed_together(text, a, b) is listed
+
+
 @pytest.fixture(scope="module")
 def verifier() -> Verifier:
     class NoFetch:

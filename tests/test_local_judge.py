@@ -1189,3 +1189,16 @@ def test_a_support_read_from_nothing_quotes_the_sentence_that_says_the_claim_bes
     verdict = _judged(judge, claim, YOGA_PAGE, YOGA_TITLE)
     assert verdict.label == Label.supported
     assert verdict.evidence_quote is not None and checks.overlap(claim, verdict.evidence_quote) >= 0.3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("title", "expected"), [(None, Label.not_found), ("Australia (2008 film)", Label.supported)])
+def test_a_name_listed_beside_the_claims_contradicts_nothing(
+    judge: LocalJudge, title: str | None, expected: Label
+) -> None:
+    # Sydney is listed beside the claim's Canberra; it was read in the place of the film "Australia"
+    # ("Canberra is the location where production of Sydney ... took place"), which the sentence
+    # entails, and the right citation read contradicted (FEVER-Symmetric).
+    claim = "Canberra is the location where production of Australia (2008 film) took place."
+    verdict = _judged(judge, claim, "Production took place in Sydney, Canberra, Kununurra, and Bowen.", title)
+    assert verdict.label == expected

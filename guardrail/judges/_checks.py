@@ -2050,7 +2050,9 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
     evidence names someone or something else of the same shape (one word, or several) that the claim does not mention:
     ("Brad Pitt", "Leonardo DiCaprio") for "It starred Brad Pitt and Kate Winslet." against "It
     stars Kate Winslet and Leonardo DiCaprio."; else another doer of the claim's act
-    (:func:`other_agent`). Whether the rest of the claim matches the evidence closely enough for
+    (:func:`other_agent`). A name the evidence lists beside one of the claim's ("in Sydney, Canberra,
+    Kununurra, and Bowen" for the claim's "Canberra") is in no other name's place, unless the claim
+    lists the two as well. Whether the rest of the claim matches the evidence closely enough for
     that to be a contradiction is the caller's rule (see ``overlap``)."""
     # A name at the very start of the claim is its subject; a lone evidence sentence often names
     # its subject by a pronoun only ("She took a teaching position..."), so its absence says nothing.
@@ -2059,13 +2061,44 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
         return other_agent(claim, evidence)
     claim_words = _word_bag(claim)
     # A section label ("Results: ") or a statistic ("95% CI 19 to 49") is no one in the claim's name's place.
-    extra = [e for e in _plain_names(evidence) if not _entity_present(e, claim_words)]
+    names = _plain_names(evidence)
+    extra = [e for e in names if not _entity_present(e, claim_words)]
+    kept = [e for e in names if e not in extra]
     for name in missing:
         multi = len(name.split()) > 1
         for other in extra:
-            if (len(other.split()) > 1) == multi:
-                return name, other
+            if (len(other.split()) > 1) != multi:
+                continue
+            # "Production took place in Sydney, Canberra and Bowen": Sydney stands beside the claim's
+            # Canberra, not in the place of its film "Australia" (unless the claim lists the two).
+            if any(_listed_together(evidence, other, k) and not _listed_together(claim, name, k) for k in kept):
+                continue
+            return name, other
     return other_agent(claim, evidence)
+
+
+_LIST_GAP = re.compile(r"(?:\s|,|;|&|\band\b|\bor\b|\bthe\b|[A-Z][\w'\u2019.-]*)+")
+
+
+def _listed_together(text: str, a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` stand in one list of names in ``text`` ("Sydney, Canberra,
+    Kununurra, and Bowen"; "Brad Pitt and Kate Winslet"; "the East and the South"): only names,
+    commas, "the" and "and" / "or" between them, and the list joined by "and" or "or"."""
+    first, second = text.find(a), text.find(b)
+    if first < 0 or second < 0 or first == second:
+        return False
+    if first > second:
+        first, second, a, b = second, first, b, a
+    gap = text[first + len(a) : second]
+    if _LIST_GAP.fullmatch(gap) is None:
+        return False
+    # A list joins its last names with "and" or "or", between the two or after them: "Born in New
+    # Orleans, Rice spent ..." is a phrase and a subject, not a list.
+    return _CONJUNCTION.search(gap) is not None or _LIST_GOES_ON.match(text, second + len(b)) is not None
+
+
+_CONJUNCTION = re.compile(r"&|\b(?:and|or)\b")
+_LIST_GOES_ON = re.compile(r",\s*(?:(?:and|or)\s+)?[A-Z]")
 
 
 _ACT_BY = r"\b(?P<verb>[a-z]{3,}ed|led|won|held|built|made|written|sung|drawn|taken|given)\s+by\s+"
