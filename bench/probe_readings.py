@@ -1,7 +1,7 @@
 """Whether the embedded judge's model tells right citations from wrong ones on written probes, before
 any decision: per gold label, what the model reads of the claim and how close the embedder puts it.
 
-    python bench/probe_readings.py [--cases FILE ...] [--out bench/results/probe_readings]
+    python bench/probe_readings.py [--cases FILE ...] [--model FOLDER] [--out bench/results/probe_readings]
 
 For each probe file (default: the four committed ones, ``bench/written_cases.json``,
 ``fresh_cases.json``, ``probe4_cases.json`` and ``probe5_cases.json``) and each gold label
@@ -48,15 +48,16 @@ def _summary(values: list[float]) -> dict[str, Any]:
     }
 
 
-def readings(cases: list[dict[str, str]]) -> dict[str, dict[str, Any]]:
-    """Per gold label: the model's highest entailment and contradiction, and the embedder's highest
-    cosine, summarised over the pairs (see the module docstring)."""
+def readings(cases: list[dict[str, str]], model: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Per gold label: the model's highest entailment and contradiction (the shipped weights, or
+    ``model``'s), and the embedder's highest cosine, summarised over the pairs (see the module
+    docstring)."""
     from guardrail import JudgeRequest
     from guardrail.core.extract.sentences import sentence_spans
     from guardrail.judges.local import LocalJudge
     from guardrail.retrieval import MiniLMEmbedder
 
-    judge = LocalJudge()
+    judge = LocalJudge(model_path=model) if model is not None else LocalJudge()
     embedder = MiniLMEmbedder()
     requests = [JudgeRequest(claim=c["claim"], passages=[c["page"]], title=c.get("title") or None) for c in cases]
     scored = judge.score(requests, rounds=2, settle=False)
@@ -104,10 +105,11 @@ def markdown(results: dict[str, dict[str, dict[str, Any]]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, nargs="*", help="probe files (default: the four committed)")
+    parser.add_argument("--model", type=Path, default=None, help="model folder (default: the package's)")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"default {RESULTS.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     files = args.cases or [ROOT / "bench" / name for name in PROBES]
-    results = {path.name: readings(read_cases(path)[0]) for path in files}
+    results = {path.name: readings(read_cases(path)[0], args.model) for path in files}
     text = markdown(results)
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -578,3 +578,66 @@ def test_a_teacher_is_refused_beside_distilled_replay_or_where_no_model_is(capsy
         assert exit_info.value.code == 2
         assert said in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_row_the_bias_already_reads_right_leaves_the_model_little_to_learn(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import math
+
+    import pytest
+    import torch
+    from transformers import AutoTokenizer
+
+    from guardrail.judges.local import MODEL_DIR
+    from training import train
+
+    entail = train.LABEL_ID["entailment"]
+    logits = torch.zeros((2, 3), requires_grad=True)
+    labels = torch.tensor([entail, entail])
+    # The bias reads the first row as entailment (0.98), the second as contradiction (0.98).
+    bias = torch.log(torch.tensor([[0.98, 0.01, 0.01], [0.01, 0.01, 0.98]]))
+    train.product_of_experts_loss(logits, bias, labels).backward()
+    assert logits.grad is not None
+    explained, unexplained = logits.grad.norm(dim=1)
+    assert explained < 0.05 * unexplained
+    # Weight 0 is the plain loss.
+    plain = train.pair_loss(logits.detach(), labels)
+    assert torch.isclose(train.product_of_experts_loss(logits.detach(), bias, labels, 0.0), plain)
+    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+    examples = [train.Example(f"Claim {i}.", f"Evidence sentence {i}.", entail, "mix") for i in range(16)]
+    with pytest.raises(ValueError, match="rows"):
+        _mean_reading_after_training(tokenizer, examples, tmp_path, bias_log_probs=bias)
+    assert math.isfinite(float(plain))
+
+
+def test_the_bias_only_model_reads_shared_words_and_negation() -> None:
+    import pytest
+
+    from training import bias
+
+    features = dict(
+        zip(bias.FEATURES, bias.lexical_features("The cat sat on the mat.", "The cat sat on the mat."), strict=True)
+    )
+    assert features["claim_words_on_page"] == 1.0 and features["negation_differs"] == 0.0
+    denied = dict(zip(bias.FEATURES, bias.lexical_features("The cat didn't sit.", "The cat sat in 2019."), strict=True))
+    assert denied["claim_negation"] == 1.0 and denied["negation_differs"] == 1.0
+    assert bias.lexical_features("Born in 1950.", "Born in 1951.")[bias.FEATURES.index("claim_number_missing")] == 1.0
+    claims = ["A dog runs.", "A dog does not run.", "A cat sleeps on a sofa.", "Fish swim."] * 5
+    pages = ["A dog runs fast.", "A dog runs fast.", "The weather is mild today.", "Fish can swim."] * 5
+    labels = [0, 2, 1, -1] * 5
+    log_p, record = bias.bias_log_probs(claims, pages, labels)
+    assert log_p.shape == (20, 3) and record["fitted_pairs"] == 15
+    assert log_p[0].argmax() == 0 and log_p[1].argmax() == 2 and log_p[2].argmax() == 1
+    with pytest.raises(ValueError, match="all three labels"):
+        bias.bias_log_probs(claims[:2], pages[:2], [0, 2])
+
+
+def test_training_refuses_a_bias_weight_it_cannot_use(capsys) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from training import train
+
+    for extra in (["--bias-weight", "-1"], ["--bias-weight", "1", "--distil-replay", "1"]):
+        with pytest.raises(SystemExit) as exit_info:
+            train.main(["--snli", "unused", "--stages", "3", *extra])
+        assert exit_info.value.code == 2
+        assert "--bias-weight" in capsys.readouterr().err

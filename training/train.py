@@ -323,6 +323,13 @@ def pair_loss(logits: Any, labels: Any) -> Any:
     return total / max(1, int(labels.numel()))
 
 
+def product_of_experts_loss(logits: Any, bias_log_probs: Any, labels: Any, weight: float = 1.0) -> Any:
+    """:func:`pair_loss` of the model's logits plus ``weight`` x a bias-only model's log-probabilities
+    (a product of experts, :mod:`training.bias`): a row the bias already reads right gives the
+    model's logits little gradient, a row it reads wrong gives them the most."""
+    return pair_loss(logits.float() + weight * bias_log_probs, labels)
+
+
 SOFT_LABEL = -2
 """The label a batch row gets while :func:`distil_loss` trains it (``NOT_ENT``, -1, is a real one)."""
 
@@ -382,6 +389,8 @@ def train_stage(
     soft_keeps_label: bool = False,
     device: str = "cpu",
     freeze_word_embeddings: bool = False,
+    bias_log_probs: Any = None,
+    bias_weight: float = 1.0,
 ) -> int:
     """Fine-tune ``model`` in place on ``examples`` with AdamW and linear warm-up/decay; returns
     the number of optimizer steps of the stage. With a frozen ``teacher``, the examples flagged in
@@ -391,7 +400,10 @@ def train_stage(
     stands in for ``teacher``; with ``soft_keeps_label`` the flagged rows learn their labels too
     (knowledge distillation: label loss + ``soft_weight`` x KL). On ``device="cuda"`` the
     forward passes run under bfloat16 autocast (weights, optimizer and loss stay float32).
-    ``freeze_word_embeddings`` keeps the word-embedding matrix as it is."""
+    ``freeze_word_embeddings`` keeps the word-embedding matrix as it is. ``bias_log_probs`` (one
+    row per example: a bias-only model's log-probabilities, :mod:`training.bias`) trains a product
+    of experts: the loss reads the model's logits plus ``bias_weight`` x the bias, so what the bias
+    explains costs little either way; the model is saved and read alone."""
     import torch
     from transformers import get_linear_schedule_with_warmup
 
@@ -404,6 +416,12 @@ def train_stage(
         if len(teacher_logits) != len(examples):
             raise ValueError(f"teacher_logits has {len(teacher_logits)} rows for {len(examples)} examples")
         teacher_logits = teacher_logits.to(device)
+    if bias_log_probs is not None:
+        if teacher is not None or teacher_logits is not None:
+            raise ValueError("a product of experts with a bias model and distillation from a teacher: give one")
+        if len(bias_log_probs) != len(examples):
+            raise ValueError(f"bias_log_probs has {len(bias_log_probs)} rows for {len(examples)} examples")
+        bias_log_probs = torch.as_tensor(bias_log_probs, dtype=torch.float32, device=device)
 
     rng = random.Random(seed)
     enc = tokenizer(
@@ -479,6 +497,8 @@ def train_stage(
                     taught = teacher(**inputs).logits
             hard = labels_all[batch] if soft_keeps_label else labels_all[batch].masked_fill(flags, SOFT_LABEL)
             loss = _hard_loss(logits, hard) + soft_weight * distil_loss(logits, taught, flags)
+        elif bias_log_probs is not None:
+            loss = product_of_experts_loss(logits, bias_log_probs[batch], labels_all[batch], bias_weight)
         else:
             loss = pair_loss(logits, labels_all[batch])
         loss.backward()
@@ -621,6 +641,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "whose probabilities every pair learns besides its label",
     )
     p.add_argument("--teacher-weight", type=float, default=1.0, help="stage 3: KL weight of --teacher")
+    p.add_argument(
+        "--bias-weight",
+        type=float,
+        default=0.0,
+        help="stage 3: train around a bias-only lexical model (product of experts, training.bias) at this weight",
+    )
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument(
@@ -670,6 +696,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--teacher and --distil-replay each name what the pairs are pulled towards: give one")
     if args.teacher is not None and not (args.teacher / "config.json").is_file():
         p.error(f"--teacher {args.teacher}: no model there (config.json missing)")
+    if args.bias_weight < 0:
+        p.error(f"--bias-weight is a weight: 0 or more, not {args.bias_weight}")
+    if args.bias_weight > 0 and (args.teacher is not None or args.distil_replay > 0):
+        p.error("--bias-weight trains around a bias model; --teacher and --distil-replay pull towards one: give one")
     if args.teacher_weight < 0:
         p.error(f"--teacher-weight is a loss weight: 0 or more, not {args.teacher_weight}")
     if not 0.0 < args.mix_keep <= 1.0:
@@ -844,6 +874,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # replaying its labels lowered cross-validated WiCE in earlier passes.
                 teacher = AutoModelForSequenceClassification.from_pretrained(source_dir, dtype=torch.float32).eval()
                 soft = [i < replayed for i in range(len(examples))]
+            bias: Any = None
+            bias_record: dict[str, Any] | None = None
+            if args.bias_weight > 0:
+                from training.bias import bias_log_probs
+
+                bias, bias_record = bias_log_probs(
+                    [e.claim for e in examples], [e.evidence for e in examples], [e.label for e in examples]
+                )
+                log.info("stage3 pass %d: bias-only model, accuracy %.4f", n, bias_record["accuracy"])
             record: dict[str, Any] = {
                 "pass": n,
                 "from": str(source_dir),
@@ -857,6 +896,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "distilled_pairs": len(pairs) if args.teacher else replayed if args.distil_replay > 0 else 0,
                 "distil_weight": args.teacher_weight if args.teacher else args.distil_replay,
                 "teacher": str(args.teacher) if args.teacher else None,
+                "bias_weight": args.bias_weight,
+                "bias_model": bias_record,
                 "data_seconds": round(time.time() - t_data, 1),
             }
             log.info(
@@ -885,6 +926,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 soft_keeps_label=args.teacher is not None,
                 device=device,
                 freeze_word_embeddings=args.freeze_word_embeddings,
+                bias_log_probs=bias,
+                bias_weight=args.bias_weight,
             )
             record["seconds"] = round(time.time() - t3)
             tune = pair_examples(args.data, "tune", contra_copies=1)
