@@ -81,12 +81,12 @@ def readings(cases: list[dict[str, str]], model: Path | None = None) -> dict[str
     }
 
 
-def markdown(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+def markdown(results: dict[str, dict[str, dict[str, Any]]], command: str = "python bench/probe_readings.py") -> str:
     lines = [
         "# What the model reads of written probes, per gold label",
         "",
         "Highest entailment and contradiction over everything read for the claim (both rounds), and the",
-        "embedder's highest claim/sentence cosine. `python bench/probe_readings.py`",
+        f"embedder's highest claim/sentence cosine. `{command}`",
         "",
         "| probe | gold | pairs | entailment median | >= 0.5 | >= 0.8 | contradiction median | >= 0.5 | >= 0.8 "
         "| cosine median |",
@@ -110,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = args.cases or [ROOT / "bench" / name for name in PROBES]
     results = {path.name: readings(read_cases(path)[0], args.model) for path in files}
-    text = markdown(results)
+    text = markdown(
+        results, " ".join(["python bench/probe_readings.py", *(argv if argv is not None else sys.argv[1:])])
+    )
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
