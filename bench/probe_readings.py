@@ -53,7 +53,7 @@ def readings(cases: list[dict[str, str]], model: Path | None = None) -> dict[str
     ``model``'s), and the embedder's highest cosine, summarised over the pairs (see the module
     docstring)."""
     from guardrail import JudgeRequest
-    from guardrail.core.extract.sentences import sentence_spans
+    from guardrail.core.extract.sentences import split_sentences
     from guardrail.judges.local import LocalJudge
     from guardrail.retrieval import MiniLMEmbedder
 
@@ -64,7 +64,7 @@ def readings(cases: list[dict[str, str]], model: Path | None = None) -> dict[str
     per_gold: dict[str, dict[str, list[float]]] = {g: {"ent": [], "con": [], "cos": []} for g in GOLD}
     for case, s in zip(cases, scored, strict=True):
         read = [c.probs for c in s.candidates if c.scored]
-        sentences = [case["page"][a:b] for a, b in sentence_spans(case["page"])]
+        sentences = split_sentences(case["page"])
         vectors = embedder.embed([case["claim"], *sentences])
         row = per_gold[case["gold"]]
         row["ent"].append(max((float(p[0]) for p in read), default=0.0))
