@@ -2066,12 +2066,13 @@ def substituted_entity(claim: str, evidence: str) -> tuple[str, str] | None:
     kept = [e for e in names if e not in extra]
     for name in missing:
         multi = len(name.split()) > 1
+        # "Production took place in Sydney, Canberra and Bowen": Sydney stands beside the claim's
+        # Canberra, not in the place of its film "Australia" (unless the claim lists the two).
+        apart = [k for k in kept if not _listed_together(claim, name, k)]
         for other in extra:
             if (len(other.split()) > 1) != multi:
                 continue
-            # "Production took place in Sydney, Canberra and Bowen": Sydney stands beside the claim's
-            # Canberra, not in the place of its film "Australia" (unless the claim lists the two).
-            if any(_listed_together(evidence, other, k) and not _listed_together(claim, name, k) for k in kept):
+            if any(_listed_together(evidence, other, k) for k in apart):
                 continue
             return name, other
     return other_agent(claim, evidence)
