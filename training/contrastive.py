@@ -48,6 +48,7 @@ from guardrail.judges._context import NOT_A_NAME, clean_topic, in_context, topic
 from guardrail.judges._lexicon import ANTONYMS
 from training import augment
 from training import datasets as ds
+from training.synonyms import Thesaurus, reword
 
 ENT, NEU, CON = 0, 1, 2
 NOT_ENT = -1
@@ -1237,6 +1238,41 @@ def denial_pairs(sources: Sequence[Source], rng: random.Random, n: int) -> list[
     return [pair for pairs in kinds.values() for pair in pairs[:third]]
 
 
+def synonym_pairs(sources: Sequence[Source], rng: random.Random, n: int, thesaurus: Thesaurus) -> list[Pair]:
+    """Up to ``n`` pairs made from supported sources with WordNet synonyms
+    (:func:`training.synonyms.reword`), in two halves where each applies:
+
+    * ``synonym_reworded``: the claim with up to two of the words it shares with its evidence
+      replaced by synonyms, against that evidence -> entailment;
+    * ``synonym_reworded_edited``: the reworded claim with a name, number or negation changed
+      (:func:`_contradiction`) -> contradiction, so a reworded claim is not read as support either.
+
+    The v3 model reads shared words as support (``bench/probe_readings.py``: right claims reworded
+    as a person would word them read lower entailment than wrong claims keeping the page's words);
+    these pairs make support rest on what the words mean."""
+    kinds: dict[str, list[Pair]] = {"synonym_reworded": [], "synonym_reworded_edited": []}
+    for src in rng.sample(list(sources), len(sources)):
+        if min(len(v) for v in kinds.values()) * 2 >= n:
+            break
+        reworded = reword(src.claim, src.evidence, thesaurus, rng)
+        if reworded is None:
+            continue
+        resolved = src.origin.endswith(("_pronoun", "_context"))
+        kinds["synonym_reworded"].append(
+            Pair(reworded, _premise(src, src.evidence, rng, resolved), ENT, "synonym_reworded")
+        )
+        edited = Source(reworded, src.evidence, src.topic, src.origin, src.page)
+        for kind in rng.sample(["entity", "number", "negation"], 3):
+            hit = _contradiction(kind, edited, rng)
+            if hit is not None:
+                claim, evidence = hit
+                shown = _premise(src, evidence, rng, resolved)
+                kinds["synonym_reworded_edited"].append(Pair(claim, shown, CON, "synonym_reworded_edited"))
+                break
+    half = min(n // 2, *(len(v) for v in kinds.values()))
+    return [pair for pairs in kinds.values() for pair in pairs[:half]]
+
+
 __all__ = [
     "CON",
     "ENT",
@@ -1270,6 +1306,7 @@ __all__ = [
     "snli_role_swap",
     "spell_number",
     "supported_sources",
+    "synonym_pairs",
     "synonym_swap",
     "unit_swap",
 ]

@@ -19,7 +19,9 @@ paraphrases, pronoun subjects under the page's topic -> entailment; aims, added 
 details, another page's topic, same-page look-alikes -> neutral), the labelled pairs with their
 page's topic, FEVER's not_entailment pairs (trained as "not entailment") and SNLI; with
 ``--minimal-pairs N``, role and direction minimal pairs too, and with ``--denial-pairs N`` claims
-that deny something read three ways (``contrastive.denial_pairs``) (``--mix-keep`` then keeps a
+that deny something read three ways (``contrastive.denial_pairs``), and with ``--synonym-pairs N``
+claims reworded with WordNet synonyms and their edits (``contrastive.synonym_pairs``; WordNet from
+``--wordnet``, Debian's ``wordnet-base`` by default: a training-time input only) (``--mix-keep`` then keeps a
 share of the rest, and ``--distil-replay W`` trains that share towards the starting model's own
 probabilities instead of its labels; all tried on v3: README, "The embedded judge"). Each pass saves
 its model (``<out>/pass<n>``), so ``--resume`` skips finished passes and picks the current one up at
@@ -626,6 +628,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--snli-keep", type=int, default=16_000, help="stage 3: SNLI pairs kept against forgetting")
     p.add_argument("--minimal-pairs", type=int, default=0, help="stage 3: role and direction minimal pairs per pass")
     p.add_argument("--denial-pairs", type=int, default=0, help="stage 3: pairs whose claim denies something, per pass")
+    p.add_argument(
+        "--synonym-pairs",
+        type=int,
+        default=0,
+        help="stage 3: claims reworded with WordNet synonyms (entailed) and their edits (contradicted), per pass",
+    )
+    p.add_argument(
+        "--wordnet",
+        type=Path,
+        default=None,
+        help="WordNet 3.0 database folder for --synonym-pairs (default: Debian wordnet-base's /usr/share/wordnet)",
+    )
     p.add_argument("--mix-keep", type=float, default=1.0, help="stage 3: share of the usual pairs kept per pass")
     p.add_argument(
         "--distil-replay",
@@ -685,7 +699,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=None, help="stop each stage early (smoke tests)")
     p.add_argument("--resume", action="store_true", help="continue a stage from its checkpoint")
     args = p.parse_args(argv)
-    for flag in ("minimal_pairs", "denial_pairs"):
+    for flag in ("minimal_pairs", "denial_pairs", "synonym_pairs"):
         if getattr(args, flag) < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more, not {getattr(args, flag)}")
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", args.device):
@@ -702,6 +716,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("--bias-weight trains around a bias model; --teacher and --distil-replay pull towards one: give one")
     if args.teacher_weight < 0:
         p.error(f"--teacher-weight is a loss weight: 0 or more, not {args.teacher_weight}")
+    if args.synonym_pairs:
+        from training.synonyms import WORDNET_DIR
+
+        args.wordnet = args.wordnet or WORDNET_DIR
+        if not (args.wordnet / "index.noun").is_file():
+            p.error(f"--synonym-pairs needs WordNet's database: no index.noun in {args.wordnet} (Debian: wordnet-base)")
     if not 0.0 < args.mix_keep <= 1.0:
         p.error(f"--mix-keep is the share of the usual pairs kept: above 0 and at most 1, not {args.mix_keep}")
 
@@ -860,6 +880,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pairs += contrastive.minimal_pairs(sources, rng, args.minimal_pairs)
             if args.denial_pairs:
                 pairs += contrastive.denial_pairs(sources, rng, args.denial_pairs)
+            if args.synonym_pairs:
+                from training.synonyms import load as load_thesaurus
+
+                pairs += contrastive.synonym_pairs(sources, rng, args.synonym_pairs, load_thesaurus(args.wordnet))
             examples = [Example(p.claim, p.evidence, p.label, p.kind) for p in pairs]
             teacher = None
             soft: list[bool] | None = None
