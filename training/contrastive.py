@@ -48,7 +48,7 @@ from guardrail.judges._context import NOT_A_NAME, clean_topic, in_context, topic
 from guardrail.judges._lexicon import ANTONYMS
 from training import augment
 from training import datasets as ds
-from training.synonyms import Thesaurus, reword
+from training.synonyms import Thesaurus, reword, with_article
 
 ENT, NEU, CON = 0, 1, 2
 NOT_ENT = -1
@@ -549,12 +549,7 @@ def synonym_swap(claim: str, rng: random.Random) -> str | None:
         return None
     m = rng.choice(hits)
     before, new = claim[: m.start()], _SYN[m.group(1)]
-    if re.search(r"\b[Aa]n?\s$", before):  # "an award" -> "a prize"
-        article = "an" if new[:1].lower() in "aeiou" else "a"
-        before = re.sub(
-            r"\b([Aa])n?\s$", lambda a: (article.capitalize() if a.group(1) == "A" else article) + " ", before
-        )
-    return before + new + claim[m.end() :]
+    return with_article(before, new) + new + claim[m.end() :]
 
 
 _PASSIVE = re.compile(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 WORDNET_DIR = Path("/usr/share/wordnet")
@@ -171,19 +170,19 @@ def reword(claim: str, evidence: str, thesaurus: Thesaurus, rng: random.Random, 
     out, last = [], 0
     for m in chosen:
         before, word = claim[last : m.start()], str(thesaurus.synonym(m.group()))
-        # "an award" -> "a prize": the article goes with the new word.
-        before = _ARTICLE.sub(partial(_article, word=word), before)
-        out += [before, word]
+        out += [with_article(before, word), word]
         last = m.end()
     return "".join([*out, claim[last:]])
 
 
-_ARTICLE = re.compile(r"\b([Aa]n?) $")
+_ARTICLE = re.compile(r"\b([Aa])n?\s$")
 
 
-def _article(found: re.Match[str], word: str) -> str:
-    new = "an" if word[:1] in "aeiou" else "a"
-    return (new.capitalize() if found.group(1)[:1] == "A" else new) + " "
+def with_article(before: str, word: str) -> str:
+    """``before`` with the article it ends on, if any, made to agree with ``word``, which follows
+    it ("an award" -> "a prize")."""
+    new = "an" if word[:1].lower() in "aeiou" else "a"
+    return _ARTICLE.sub(lambda a: (new.capitalize() if a.group(1) == "A" else new) + " ", before)
 
 
-__all__ = ["WORDNET_DIR", "Thesaurus", "load", "reword"]
+__all__ = ["WORDNET_DIR", "Thesaurus", "load", "reword", "with_article"]
