@@ -122,11 +122,11 @@ def _plain_in(word: str, pos: str, tagged: dict[tuple[str, str], int]) -> bool:
 def load(folder: Path = WORDNET_DIR) -> Thesaurus:
     """Read WordNet's database in ``folder`` into one plain-sense synonym per noun, adjective and
     adverb (and per regular plural)."""
-    indexes = {name: _index(folder, name) for name in _POS}
+    indexes = {name: _index(folder, name) for name in _REPLACED}
     tagged = _tag_counts(folder)
     irregular = _irregular_nouns(folder)
     synonyms: dict[str, str] = {}
-    by_pos: dict[str, dict[str, str]] = {}
+    nouns: dict[str, str] = {}
     for name in _REPLACED:
         entries = indexes[name]
         # A word of many senses ("director", "model") took the synonym of a sense other than the
@@ -145,9 +145,9 @@ def load(folder: Path = WORDNET_DIR) -> Thesaurus:
                 if senses and senses[0] == offset and len(senses) <= _SENSES and _plain_in(other, name, tagged):
                     found[word] = other
                 break  # the synset's first other lemma, or none
-        by_pos[name] = found
         synonyms.update(found)
-    nouns = by_pos["noun"]
+        if name == "noun":
+            nouns = found
     for word in indexes["noun"]:
         if word + "s" not in synonyms and (plural := _plural(word + "s", nouns, irregular)) is not None:
             synonyms[word + "s"] = plural
